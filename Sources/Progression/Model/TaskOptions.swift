@@ -1,0 +1,62 @@
+/// What may be done to a task, and how long it may take.
+///
+/// Compose options fluently from a preset:
+/// ```swift
+/// let options = TaskOptions.default
+///     .pausable()
+///     .retryable()
+///     .timeout(.seconds(30))
+///     .retryPolicy(.exponential(maxAttempts: 3))
+/// ```
+public struct TaskOptions: Sendable, Hashable, Codable {
+    /// Whether `cancel` may stop the task.
+    public var canCancel: Bool
+    /// Whether `pause` may suspend the task.
+    public var canPause: Bool
+    /// Whether `retry` may run the task again after it failed or was cancelled.
+    public var canRetry: Bool
+    /// The longest the task may run, paused time not counted; it then fails with ``TaskTimeoutError``.
+    public var timeout: Duration?
+    /// Automatic retries after a failure; `nil` retries only on request.
+    public var retryPolicy: RetryPolicy?
+    /// Higher runs first when the executor limits how many roots run at once.
+    public var priority: Int
+
+    public init(
+        canCancel: Bool = true, canPause: Bool = false, canRetry: Bool = false, timeout: Duration? = nil,
+        retryPolicy: RetryPolicy? = nil, priority: Int = 0
+    ) {
+        self.canCancel = canCancel
+        self.canPause = canPause
+        self.canRetry = canRetry
+        self.timeout = timeout
+        self.retryPolicy = retryPolicy
+        self.priority = priority
+    }
+
+    /// Cancellable, not pausable, not retryable.
+    public static let `default` = TaskOptions()
+    /// Cancellable and pausable, not retryable: for tasks a person watches.
+    public static let interactive = TaskOptions(canPause: true)
+    /// Cannot be cancelled, paused or retried.
+    public static let immutable = TaskOptions(canCancel: false)
+
+    public func cancellable(_ value: Bool = true) -> TaskOptions { with { $0.canCancel = value } }
+    public func pausable(_ value: Bool = true) -> TaskOptions { with { $0.canPause = value } }
+    public func retryable(_ value: Bool = true) -> TaskOptions { with { $0.canRetry = value } }
+    public func timeout(_ value: Duration?) -> TaskOptions { with { $0.timeout = value } }
+    /// Sets the automatic retry policy; a policy with more than one attempt also makes the task retryable.
+    public func retryPolicy(_ value: RetryPolicy?) -> TaskOptions {
+        with {
+            $0.retryPolicy = value
+            if let value, value.maxAttempts > 1 { $0.canRetry = true }
+        }
+    }
+    public func priority(_ value: Int) -> TaskOptions { with { $0.priority = value } }
+
+    private func with(_ change: (inout TaskOptions) -> Void) -> TaskOptions {
+        var copy = self
+        change(&copy)
+        return copy
+    }
+}

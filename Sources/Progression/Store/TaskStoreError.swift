@@ -1,0 +1,70 @@
+import Foundation
+
+/// An error of a ``TaskStore``: what went wrong, with the database file and the underlying message.
+///
+/// ```swift
+/// do { try await store.insert([record], events: []) }
+/// catch let error as TaskStoreError where error.reason == .conflict { … }
+/// ```
+public struct TaskStoreError: Error, Sendable, Hashable, LocalizedError, CustomStringConvertible {
+    public enum Reason: String, Sendable, Hashable, Codable {
+        /// The file cannot be opened: a missing directory, a file that does not exist where one is required.
+        case cannotOpen
+        /// The file is not a SQLite database.
+        case notADatabase
+        /// The file is damaged or truncated.
+        case corrupt
+        /// The file or its directory is read-only.
+        case readOnly
+        /// Another connection held the lock longer than the busy timeout.
+        case busy
+        /// The database was written by a newer version (it has migrations this binary does not know).
+        case schemaTooNew
+        /// A task with that identity exists.
+        case conflict
+        /// A value broke a rule of the schema (status, progress range, a missing parent).
+        case constraint
+        /// No task with that id.
+        case notFound
+        /// The operation was cancelled.
+        case cancelled
+        /// Any other failure of the database.
+        case other
+    }
+
+    public var reason: Reason
+    /// The database file, when there is one.
+    public var path: String?
+    /// What happened, in words.
+    public var message: String
+    /// SQLite's extended result code, when the error came from SQLite.
+    public var sqliteCode: Int32?
+
+    public init(_ reason: Reason, path: String? = nil, message: String, sqliteCode: Int32? = nil) {
+        self.reason = reason
+        self.path = path
+        self.message = message
+        self.sqliteCode = sqliteCode
+    }
+
+    public var errorDescription: String? { description }
+
+    public var description: String {
+        let location = path.map { " '\($0)'" } ?? ""
+        let summary: String =
+            switch reason {
+            case .cannotOpen: "cannot open the database\(location)"
+            case .notADatabase: "\(path.map { "'\($0)'" } ?? "the file") is not a Progression database"
+            case .corrupt: "the database\(location) is damaged"
+            case .readOnly: "the database\(location) is read-only"
+            case .busy: "the database\(location) is locked by another process"
+            case .schemaTooNew: "the database\(location) is newer than this program"
+            case .conflict: "conflict in the database\(location)"
+            case .constraint: "invalid data for the database\(location)"
+            case .notFound: "not found in the database\(location)"
+            case .cancelled: "database operation cancelled"
+            case .other: "database error\(location)"
+            }
+        return "\(summary): \(message)"
+    }
+}

@@ -1,0 +1,172 @@
+import Foundation
+import ProgressionSQLite
+import Synchronization
+import Testing
+
+struct SQLiteConnectionTests {
+    private func withConnection(_ body: (SQLiteConnection, String) throws -> Void) throws {
+        let directory = FileManager.default.temporaryDirectory.path + "/progression-sqlite-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let path = directory + "/test.sqlite"
+        let connection = try SQLiteConnection(path: path)
+        try body(connection, path)
+    }
+
+    @Test func settingsAtOpen() throws {
+        try withConnection { connection, _ in
+            let mode = try connection.scalarText("PRAGMA journal_mode")
+            let synchronous = try connection.scalarInt("PRAGMA synchronous")
+            let foreignKeys = try connection.scalarInt("PRAGMA foreign_keys")
+            #expect(mode == "wal")
+            #expect(synchronous == 1)  // NORMAL
+            #expect(foreignKeys == 1)
+        }
+        var options = SQLiteConnectionOptions()
+        options.synchronous = .full
+        let directory = FileManager.default.temporaryDirectory.path + "/progression-sqlite-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let full = try SQLiteConnection(path: directory + "/full.sqlite", options: options)
+        #expect(try full.scalarInt("PRAGMA synchronous") == 2)  // FULL
+    }
+
+    @Test func everyStorageClassRoundTripsThroughBindAndColumns() throws {
+        try withConnection { connection, _ in
+            try connection.execute("CREATE TABLE t (i INTEGER, r REAL, s TEXT, b BLOB, n ANY) STRICT")
+            let text = "quote ' \" back\\slash, emoji 🧵, 中文, " + String(repeating: "é", count: 600_000)
+            let values: [SQLiteValue] = [.integer(.min), .real(-0.5), .text(text), .blob([0, 0, 255, 7]), .null]
+            try connection.execute("INSERT INTO t VALUES (?, ?, ?, ?, ?)", values)
+            try connection.execute("INSERT INTO t VALUES (?, ?, ?, ?, ?)", [.integer(1), .real(.infinity), "", .blob([]), 3])
+            let rows = try connection.query("SELECT i, r, s, b, n FROM t ORDER BY rowid") { row in
+                (0..<row.columnCount).map { row.value(at: $0) }
+            }
+            #expect(rows[0] == values)
+            #expect(rows[1] == [.integer(1), .real(.infinity), .text(""), .blob([]), .integer(3)])
+        }
+    }
+
+    @Test func aTransactionRollsBackWhenItsBodyThrowsAndSavepointsNest() throws {
+        struct Failure: Error {}
+        let directory = FileManager.default.temporaryDirectory.path + "/progression-sqlite-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let connection = try SQLiteConnection(path: directory + "/tx.sqlite")
+        try connection.execute("CREATE TABLE t (v INTEGER NOT NULL)")
+        #expect(throws: Failure.self) {
+            try connection.transaction {
+                try connection.execute("INSERT INTO t VALUES (1)", [])
+                throw Failure()
+            }
+        }
+        #expect(try connection.scalarInt("SELECT count(*) FROM t") == 0)
+        #expect(!connection.isInTransaction)
+        try connection.transaction {
+            try connection.execute("INSERT INTO t VALUES (1)", [])
+            do {
+                try connection.transaction {  // a savepoint
+                    try connection.execute("INSERT INTO t VALUES (2)", [])
+                    throw Failure()
+                }
+            } catch is Failure {
+                // Undone, and the transaction goes on.
+            }
+            try connection.execute("INSERT INTO t VALUES (3)", [])
+        }
+        #expect(try connection.query("SELECT v FROM t ORDER BY v") { $0.int64(at: 0) } == [1, 3])
+        #expect(!connection.isInTransaction)
+    }
+
+    @Test func errorsCarryTheExtendedCodeTheMessageAndTheSQL() throws {
+        try withConnection { connection, path in
+            try connection.execute("CREATE TABLE t (v INTEGER PRIMARY KEY)")
+            try connection.execute("INSERT INTO t VALUES (1)", [])
+            do {
+                try connection.execute("INSERT INTO t VALUES (1)", [])
+                Issue.record("a duplicate key must fail")
+            } catch SQLiteError.constraint {
+                // Matched by its primary code.
+            }
+            do {
+                try connection.execute("INSERT INTO t VALUES (1)", [])
+            } catch let error as SQLiteError {
+                #expect(error.code.rawValue == 1555)  // SQLITE_CONSTRAINT_PRIMARYKEY
+                #expect(error.message.contains("UNIQUE constraint failed"))
+                #expect(error.sql == "INSERT INTO t VALUES (1)")
+                #expect(error.path == path)
+            }
+            #expect(throws: SQLiteError.self) { try connection.execute("SELEC nothing") }
+        }
+    }
+
+    @Test func aMultiStatementScriptRunsWhole() throws {
+        try withConnection { connection, _ in
+            try connection.execute(
+                """
+                -- a comment
+                CREATE TABLE a (v INTEGER);
+                INSERT INTO a VALUES (1);  INSERT INTO a VALUES (2);
+                /* another */
+                """)
+            #expect(try connection.scalarInt("SELECT sum(v) FROM a") == 3)
+        }
+    }
+
+    @Test func interruptingStopsARunningStatement() async throws {
+        let directory = FileManager.default.temporaryDirectory.path + "/progression-sqlite-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let path = directory + "/interrupt.sqlite"
+        final class Shared: Sendable {
+            let handle = Mutex<SQLiteInterruptHandle?>(nil)
+        }
+        let shared = Shared()
+        let query = Task.detached { () -> Int32? in
+            let connection = try SQLiteConnection(path: path)
+            shared.handle.withLock { $0 = connection.interruptHandle }
+            do {
+                _ = try connection.scalarInt(
+                    "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) SELECT count(*) FROM n")
+                return nil
+            } catch let error as SQLiteError {
+                return error.code.rawValue
+            }
+        }
+        let deadline = ContinuousClock.now + .seconds(30)
+        while shared.handle.withLock({ $0 == nil }), ContinuousClock.now < deadline { await Task.yield() }
+        // Interrupt until the query gives up: a first interrupt may land before the statement starts.
+        let outcome = Task.detached {
+            while ContinuousClock.now < deadline {
+                shared.handle.withLock { $0?.interrupt() }
+                try await Task.sleep(for: .milliseconds(5))
+            }
+        }
+        let code = try await query.value
+        outcome.cancel()
+        #expect(code == 9)  // SQLITE_INTERRUPT
+    }
+
+    @Test func aMigrationIsAppliedOnceAndAnUnknownOneIsRefused() throws {
+        try withConnection { connection, _ in
+            let first = SQLiteMigration(identifier: "0001_a", sql: "CREATE TABLE a (v INTEGER);")
+            let second = SQLiteMigration(identifier: "0002_b", sql: "CREATE TABLE b (v INTEGER);")
+            #expect(try SQLiteMigrator(migrations: [first]).migrate(connection, now: 0) == ["0001_a"])
+            #expect(try SQLiteMigrator(migrations: [second, first]).migrate(connection, now: 0) == ["0002_b"])
+            #expect(try SQLiteMigrator(migrations: [first, second]).migrate(connection, now: 0) == [])
+            do {
+                try SQLiteMigrator(migrations: [first]).migrate(connection, now: 0)
+                Issue.record("a database with an unknown migration must be refused")
+            } catch let error as SQLiteError {
+                #expect(error.code == SQLiteError.schemaTooNew)
+                #expect(error.message.contains("0002_b"))
+            }
+            let edited = SQLiteMigration(identifier: "0001_a", sql: "CREATE TABLE a (v TEXT);")
+            #expect(throws: SQLiteError.self) { try SQLiteMigrator(migrations: [edited, second]).migrate(connection, now: 0) }
+            // A failing migration leaves no trace.
+            let broken = SQLiteMigration(identifier: "0003_c", sql: "CREATE TABLE c (v INTEGER); CREATE TABLE a (v INTEGER);")
+            #expect(throws: SQLiteError.self) { try SQLiteMigrator(migrations: [first, second, broken]).migrate(connection, now: 0) }
+            #expect(try connection.scalarInt("SELECT count(*) FROM sqlite_master WHERE name = 'c'") == 0)
+            #expect(try SQLiteMigrator(migrations: [first, second]).appliedMigrations(in: connection).count == 2)
+        }
+    }
+}

@@ -1,0 +1,31 @@
+import Foundation
+import Progression
+
+/// The two store implementations, for tests that must hold for both.
+enum StoreKind: String, CaseIterable, CustomTestStringConvertible, Sendable {
+    case sqlite
+    case memory
+
+    var testDescription: String { rawValue }
+
+    /// A new, empty store; the directory keeps the SQLite file alive for the test.
+    func make(in directory: TemporaryDirectory) throws -> any TaskStore {
+        switch self {
+        case .sqlite: try SQLiteTaskStore(path: directory.file("tasks.sqlite"))
+        case .memory: InMemoryTaskStore()
+        }
+    }
+}
+
+import Testing
+
+/// A record with every optional field set, for round trips.
+func makeRecord(
+    id: String, parent: TaskRecord? = nil, name: String? = nil, occurrence: Int = 0, status: TaskStatus = .pending,
+    createdAt: Date = Date(timeIntervalSince1970: 1_700_000_000), owner: String? = nil, kind: String? = nil
+) -> TaskRecord {
+    TaskRecord(
+        id: id, parentID: parent?.id, rootID: parent?.rootID ?? id, name: name ?? "task \(id)", occurrence: occurrence,
+        kind: kind, options: .interactive, status: status, ownerID: owner, createdAt: createdAt,
+        finishedAt: status.isFinished ? createdAt.addingTimeInterval(1) : nil)
+}
