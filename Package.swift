@@ -14,6 +14,10 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .library(name: "Progression", targets: ["Progression"]),
+        .executable(name: "progressctl", targets: ["progressctl"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
     ],
     targets: [
         // The system's libsqlite3 (Debian: libsqlite3-dev).
@@ -33,6 +37,15 @@ let package = Package(
             dependencies: ["ProgressionSQLite"],
             swiftSettings: swiftSettings
         ),
+        // The operator's command-line tool.
+        .executableTarget(
+            name: "progressctl",
+            dependencies: [
+                "Progression",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "ProgressionSQLiteTests",
             dependencies: ["ProgressionSQLite"],
@@ -41,6 +54,12 @@ let package = Package(
         .testTarget(
             name: "ProgressionTests",
             dependencies: ["Progression", "ProgressionSQLite"],
+            swiftSettings: swiftSettings
+        ),
+        // Runs the built progressctl binary as a child process; depending on it makes `swift test` build it.
+        .testTarget(
+            name: "ProgressctlTests",
+            dependencies: ["Progression", "progressctl"],
             swiftSettings: swiftSettings
         ),
     ]
