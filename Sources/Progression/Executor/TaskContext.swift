@@ -1,0 +1,170 @@
+import Foundation
+
+/// What task code receives: report progress, push subtasks, record checkpoints.
+///
+/// ```swift
+/// try await executor.addTask(name: "Import") { context in
+///     try await context.report(.named("Reading"))
+///     let rows = try await context.push("Parse", weight: 3) { parse in
+///         try await parse.report(.progress(0.5))
+///         return 42
+///     }
+///     try await context.report(.step(2, of: 2))
+/// }
+/// ```
+///
+/// Every call checks for cancellation (throwing `CancellationError`) and suspends while the task or one of its
+/// ancestors is paused.
+public protocol TaskContext: AnyObject, Sendable {
+    /// The id of the task this context reports for.
+    var taskID: String { get }
+
+    /// Reports progress: a step name, a fraction, step *n* of *m*. Updates memory at once; the store follows within
+    /// the writer's window.
+    ///
+    /// - Throws: `CancellationError` when the task was cancelled; ``ProgressionError/invalidProgressValue(_:)`` for a
+    ///   value out of range (nothing changes then).
+    func report(_ progress: TaskProgress) async throws
+
+    /// Runs a subtask that returns nothing. Its completion is committed before `push` returns; when the parent runs
+    /// again (after a crash, or a retry), a completed subtask of the same name and occurrence is not run again.
+    ///
+    /// - Parameters:
+    ///   - weight: the subtask's share of the parent's progress, relative to its siblings (see ``ExecutionGraph``'s
+    ///     rule in the README).
+    ///   - options: the subtask's own options (a timeout, say); by default the parent's, without automatic retries.
+    /// - Throws: ``ProgressionError/subtaskFailed(name:underlying:)`` when the subtask fails or is cancelled on its
+    ///   own; `CancellationError` when the parent is cancelled.
+    func push(
+        _ name: String, weight: Double, options: TaskOptions?,
+        _ step: @escaping @Sendable (any TaskContext) async throws -> Void
+    ) async throws
+
+    /// Runs a subtask and returns its value. The value is stored with the subtask's completion; when the parent runs
+    /// again, a completed subtask returns its stored value without running.
+    func push<T: Codable & Sendable>(
+        _ name: String, weight: Double, options: TaskOptions?,
+        _ step: @escaping @Sendable (any TaskContext) async throws -> T
+    ) async throws -> T
+
+    /// Runs a subtask whose value cannot be stored: it runs again whenever its parent does.
+    func push<T: Sendable>(
+        _ name: String, weight: Double, options: TaskOptions?,
+        _ step: @escaping @Sendable (any TaskContext) async throws -> T
+    ) async throws -> T
+
+    /// Stores a checkpoint durably: returns once it is committed. A later run of the task reads it back with
+    /// ``lastCheckpoint(as:)``.
+    func checkpoint<T: Encodable & Sendable>(_ value: T) async throws
+
+    /// The last checkpoint stored for this task, or `nil`.
+    ///
+    /// - Throws: `DecodingError` when the stored checkpoint is not a `T`.
+    func lastCheckpoint<T: Decodable>(as type: T.Type) throws -> T?
+}
+
+extension TaskContext {
+    /// Runs a subtask that returns nothing, with weight 1 and the parent's options.
+    public func push(_ name: String, _ step: @escaping @Sendable (any TaskContext) async throws -> Void) async throws {
+        try await push(name, weight: 1, options: nil, step)
+    }
+
+    /// Runs a subtask that returns nothing, with the parent's options.
+    public func push(
+        _ name: String, weight: Double, _ step: @escaping @Sendable (any TaskContext) async throws -> Void
+    ) async throws {
+        try await push(name, weight: weight, options: nil, step)
+    }
+
+    /// Runs a subtask and returns its stored value, with weight 1 and the parent's options.
+    public func push<T: Codable & Sendable>(
+        _ name: String, _ step: @escaping @Sendable (any TaskContext) async throws -> T
+    ) async throws -> T {
+        try await push(name, weight: 1, options: nil, step)
+    }
+
+    /// Runs a subtask and returns its stored value, with the parent's options.
+    public func push<T: Codable & Sendable>(
+        _ name: String, weight: Double, _ step: @escaping @Sendable (any TaskContext) async throws -> T
+    ) async throws -> T {
+        try await push(name, weight: weight, options: nil, step)
+    }
+
+    /// Runs a subtask whose value cannot be stored, with weight 1 and the parent's options.
+    public func push<T: Sendable>(
+        _ name: String, _ step: @escaping @Sendable (any TaskContext) async throws -> T
+    ) async throws -> T {
+        try await push(name, weight: 1, options: nil, step)
+    }
+
+    /// Runs a subtask whose value cannot be stored, with the parent's options.
+    public func push<T: Sendable>(
+        _ name: String, weight: Double, _ step: @escaping @Sendable (any TaskContext) async throws -> T
+    ) async throws -> T {
+        try await push(name, weight: weight, options: nil, step)
+    }
+}
+
+/// The context the executor gives to task code.
+final class LiveTaskContext: TaskContext {
+    let handle: NodeHandle
+    let taskID: String
+    let engine: ExecutionEngine
+
+    init(handle: NodeHandle, taskID: String, engine: ExecutionEngine) {
+        self.handle = handle
+        self.taskID = taskID
+        self.engine = engine
+    }
+
+    func report(_ progress: TaskProgress) async throws {
+        try Task.checkCancellation()
+        try progress.validate()
+        let graph = engine.graph
+        let outcome = graph.report(handle, progress, now: ExecutionEngine.now())
+        if outcome.paused {
+            try await graph.waitWhilePaused(handle)
+            try Task.checkCancellation()
+        }
+        if outcome.backlogged {
+            try await graph.waitForCommit()
+        }
+    }
+
+    func push(
+        _ name: String, weight: Double, options: TaskOptions?,
+        _ step: @escaping @Sendable (any TaskContext) async throws -> Void
+    ) async throws {
+        let codec = ExecutionEngine.ResultCodec<Void>(encode: { _ in Data("null".utf8) }, decode: { _ in () })
+        try await engine.push(parent: handle, name: name, weight: weight, options: options, codec: codec, body: step)
+    }
+
+    func push<T: Codable & Sendable>(
+        _ name: String, weight: Double, options: TaskOptions?,
+        _ step: @escaping @Sendable (any TaskContext) async throws -> T
+    ) async throws -> T {
+        let codec = ExecutionEngine.ResultCodec<T>(
+            encode: { try JSONEncoder().encode($0) }, decode: { try JSONDecoder().decode(T.self, from: $0) })
+        return try await engine.push(
+            parent: handle, name: name, weight: weight, options: options, codec: codec, body: step)
+    }
+
+    func push<T: Sendable>(
+        _ name: String, weight: Double, options: TaskOptions?,
+        _ step: @escaping @Sendable (any TaskContext) async throws -> T
+    ) async throws -> T {
+        try await engine.push(parent: handle, name: name, weight: weight, options: options, codec: nil, body: step)
+    }
+
+    func checkpoint<T: Encodable & Sendable>(_ value: T) async throws {
+        try Task.checkCancellation()
+        try await engine.graph.waitWhilePaused(handle)
+        let data = try JSONEncoder().encode(value)
+        try await engine.checkpoint(handle, data: data)
+    }
+
+    func lastCheckpoint<T: Decodable>(as type: T.Type) throws -> T? {
+        guard let data = engine.graph.record(handle)?.checkpoint else { return nil }
+        return try JSONDecoder().decode(T.self, from: data)
+    }
+}

@@ -1,0 +1,101 @@
+import Foundation
+
+/// The errors of Progression's executor, each with a description for people.
+public enum ProgressionError: Error, Sendable, LocalizedError, CustomStringConvertible {
+    /// The task was cancelled.
+    case cancelled
+    /// A reported value was out of range (NaN, infinite, < 0, > 1, a step count of 0, n > m, a weight ≤ 0).
+    case invalidProgressValue(String)
+    /// A subtask failed; `underlying` is its error.
+    case subtaskFailed(name: String, underlying: any Error & Sendable)
+    /// No task with this id is known.
+    case notFound(taskID: String)
+    /// The task's options do not allow retrying it, or it is not failed or cancelled.
+    case notRetryable(taskID: String, reason: String)
+    /// The task's options do not allow pausing it.
+    case notPausable(taskID: String)
+    /// The task's options do not allow cancelling it.
+    case notCancellable(taskID: String)
+    /// The task is not in a state that allows this (removing a running task, resuming one that is not paused).
+    case invalidState(taskID: String, status: TaskStatus, action: String)
+    /// A task with this id exists already.
+    case duplicateID(String)
+    /// No job kind of this name is registered.
+    case unknownKind(String)
+    /// The process that ran the task died while it ran, and the task cannot be run again (a closure task).
+    case interrupted(taskID: String)
+    /// The executor is shutting down or shut down.
+    case shutDown
+
+    public var errorDescription: String? { description }
+
+    public var description: String {
+        switch self {
+        case .cancelled:
+            "Task was cancelled"
+        case .invalidProgressValue(let detail):
+            "Invalid progress value: \(detail)"
+        case .subtaskFailed(let name, let underlying):
+            "Subtask '\(name)' failed: \(Self.describe(underlying))"
+        case .notFound(let id):
+            "No task with id '\(id)'"
+        case .notRetryable(let id, let reason):
+            "Task '\(id)' cannot be retried: \(reason)"
+        case .notPausable(let id):
+            "Task '\(id)' cannot be paused: its options do not allow it"
+        case .notCancellable(let id):
+            "Task '\(id)' cannot be cancelled: its options do not allow it"
+        case .invalidState(let id, let status, let action):
+            "Task '\(id)' is \(status): cannot \(action) it"
+        case .duplicateID(let id):
+            "A task with id '\(id)' exists already"
+        case .unknownKind(let kind):
+            "No job kind '\(kind)' is registered"
+        case .interrupted(let id):
+            "Task '\(id)' was interrupted: the process running it stopped, and its code cannot run in another process"
+        case .shutDown:
+            "The executor is shut down"
+        }
+    }
+
+    /// A person's description of any error: `LocalizedError`'s `errorDescription`, else `CustomStringConvertible`,
+    /// else the type's name.
+    public static func describe(_ error: any Error) -> String {
+        if let localized = error as? any LocalizedError, let text = localized.errorDescription { return text }
+        if error is CancellationError { return ProgressionError.cancelled.description }
+        return String(describing: error)
+    }
+}
+
+/// A task ran longer than its `timeout` (paused time not counted).
+public struct TaskTimeoutError: Error, Sendable, Hashable, LocalizedError, CustomStringConvertible {
+    public var timeout: Duration
+
+    public init(timeout: Duration) {
+        self.timeout = timeout
+    }
+
+    public var errorDescription: String? { description }
+
+    public var description: String {
+        "Task timed out after \(Self.format(timeout))"
+    }
+
+    /// "30 seconds", "1.5 seconds", "2 minutes", "1 hour 30 minutes".
+    static func format(_ duration: Duration) -> String {
+        let seconds = duration.seconds
+        func unit(_ value: Double, _ name: String) -> String {
+            let text = value == value.rounded() ? String(Int(value)) : String(format: "%.3g", value)
+            return "\(text) \(name)\(value == 1 ? "" : "s")"
+        }
+        if seconds < 60 { return unit(seconds, "second") }
+        let hours = Int(seconds) / 3600
+        let minutes = (Int(seconds) % 3600) / 60
+        let rest = seconds - Double(hours * 3600 + minutes * 60)
+        var parts: [String] = []
+        if hours > 0 { parts.append(unit(Double(hours), "hour")) }
+        if minutes > 0 { parts.append(unit(Double(minutes), "minute")) }
+        if rest >= 0.001 { parts.append(unit((rest * 1000).rounded() / 1000, "second")) }
+        return parts.joined(separator: " ")
+    }
+}

@@ -1,0 +1,110 @@
+import Foundation
+import Progression
+import Testing
+
+struct StressTests {
+    /// 500 roots with nested children, and four callers pausing, resuming, cancelling and retrying at random: every
+    /// task reaches a final state, the last graph on the stream, the executor's memory and the store agree.
+    @Test(arguments: StoreKind.allCases)
+    func manyTasksUnderRandomControlAllFinishAndAgree(kind: StoreKind) async throws {
+        let directory = try TemporaryDirectory()
+        let executor = try makeExecutor(kind, in: directory)
+        let options = TaskOptions.interactive.retryable()
+        var ids: [String] = []
+        for index in 0..<500 {
+            let id = try await executor.addTask(name: "task \(index)", id: "task-\(index)", options: options) { context in
+                for part in 0..<2 {
+                    try await context.push("part \(part)") { child in
+                        try await child.push("leaf") { leaf in
+                            for step in 1...3 {
+                                try await leaf.report(.step(step, of: 3))
+                                await Task.yield()
+                            }
+                        }
+                        try await child.report(.progress(1))
+                    }
+                    if index % 7 == 0 && part == 1 { throw CocoaLikeError.failed(index) }
+                }
+            }
+            ids.append(id)
+        }
+
+        // Random control from several callers at once.
+        let allIDs = ids
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for caller in 0..<4 {
+                group.addTask {
+                    var generator = SeededGenerator(seed: UInt64(caller + 1))
+                    for _ in 0..<300 {
+                        let id = allIDs[Int.random(in: 0..<allIDs.count, using: &generator)]
+                        do {
+                            switch Int.random(in: 0..<4, using: &generator) {
+                            case 0: try await executor.pause(taskID: id)
+                            case 1: try await executor.resume(taskID: id)
+                            case 2: try await executor.cancel(taskID: id)
+                            default: try await executor.retry(taskID: id)
+                            }
+                        } catch is ProgressionError {
+                            // Refused for the task's state: expected under random control.
+                        }
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        // Resume what stayed paused, then wait for every root to end.
+        for id in ids {
+            if await executor.snapshot(of: id)?.status == .paused { try await executor.resume(taskID: id) }
+        }
+        for id in ids {
+            try await waitUntil("\(id) to finish", timeout: .seconds(60)) {
+                guard let snapshot = await executor.snapshot(of: id) else { return false }
+                if snapshot.status == .paused { try? await executor.resume(taskID: id) }
+                return snapshot.isFinished
+            }
+            await executor.waitForTask(id)
+        }
+        try await executor.flush()
+
+        let stream = executor.progressStream
+        var latest: TaskGraph?
+        for await graph in stream {
+            latest = graph
+            if ids.allSatisfy({ graph.task($0)?.isFinished == true }) { break }
+        }
+        let graph = try #require(latest)
+        let memory = await executor.graph()
+        for id in ids {
+            let streamed = try #require(graph.task(id))
+            let current = try #require(memory.task(id))
+            #expect(streamed.status == current.status && streamed.attempt == current.attempt)
+            let stored = try await executor.store.tree(of: id)
+            for node in current.allNodes {
+                let record = try #require(stored.first { $0.id == node.id })
+                #expect(record.status == node.status, "\(node.id)")
+                #expect(record.progress == node.progress, "\(node.id)")
+                #expect(record.attempt == node.attempt, "\(node.id)")
+            }
+        }
+        await executor.shutdown()
+    }
+}
+
+enum CocoaLikeError: Error {
+    case failed(Int)
+}
+
+/// A deterministic random number generator (SplitMix64), so that a failing run can be replayed.
+struct SeededGenerator: RandomNumberGenerator {
+    var state: UInt64
+
+    init(seed: UInt64) { state = seed }
+
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}

@@ -1,0 +1,460 @@
+import Foundation
+import Progression
+import Testing
+
+struct TaskExecutorTests {
+    @Test(arguments: StoreKind.allCases)
+    func aTaskRunsCompletesAndIsStored(kind: StoreKind) async throws {
+        let directory = try TemporaryDirectory()
+        let executor = try makeExecutor(kind, in: directory)
+        let id = try await executor.addTask(name: "Data Import", id: "import-1", options: .interactive) { context in
+            try await context.report(.named("Initializing..."))
+            try await context.report(.progress(0.2))
+            try await context.push("Downloading files") { download in
+                for index in 1...10 { try await download.report(.progress(Double(index) / 10)) }
+            }
+            try await context.report(.progress(1.0))
+        }
+        #expect(id == "import-1")
+        let snapshot = try await executor.finished(id)
+        #expect(snapshot.status == .completed)
+        #expect(snapshot.progress == 1)
+        #expect(snapshot.stepName == "Initializing...")
+        #expect(snapshot.children.map(\.name) == ["Downloading files"])
+        #expect(snapshot.children.first?.status == .completed)
+        try await executor.flush()
+        let stored = try #require(try await executor.store.task(id: id))
+        #expect(stored.status == .completed && stored.progress == 1 && stored.finishedAt != nil)
+        let kinds = try await executor.store.events(of: id, after: nil, limit: 100).map(\.kind)
+        #expect(kinds.first == .created)
+        #expect(kinds.filter { $0 == .completed }.count == 2)
+        #expect(kinds.contains(.step))
+        await executor.shutdown()
+    }
+
+    static let invalidReports: [TaskProgress] = [
+        .progress(.nan), .progress(.infinity), .progress(-0.1), .progress(1.1), .step(1, of: 0), .step(3, of: 2),
+        .step(-1, of: 2), .named("x").progress(2),
+    ]
+
+    @Test(arguments: invalidReports)
+    func anInvalidReportThrowsAndChangesNothing(report: TaskProgress) async throws {
+        let directory = try TemporaryDirectory()
+        let executor = try makeExecutor(.memory, in: directory)
+        let caught = Recorder<String>()
+        let proceed = Gate()
+        let id = try await executor.addTask(name: "t") { context in
+            try await context.report(.named("before").progress(0.4))
+            do {
+                try await context.report(report)
+            } catch let error as ProgressionError {
+                caught.append(error.description)
+            }
+            await proceed.wait()
+        }
+        try await waitUntil("the invalid report") { caught.all.count == 1 }
+        let snapshot = try #require(await executor.snapshot(of: id))
+        #expect(snapshot.progress == 0.4 && snapshot.stepName == "before")
+        #expect(caught.all.first?.hasPrefix("Invalid progress value") == true)
+        proceed.open()
+        _ = try await executor.finished(id)
+        await executor.shutdown()
+    }
+
+    @Test func progressAggregatesLiveAndWeightedFromConcurrentChildren() async throws {
+        let directory = try TemporaryDirectory()
+        let executor = try makeExecutor(.memory, in: directory)
+        let aReported = Gate(), bReported = Gate(), finish = Gate()
+        let id = try await executor.addTask(name: "parent") { context in
+            try await context.report(.step(1, of: 4))
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask {
+                    try await context.push("A", weight: 1) { a in
+                        try await a.report(.progress(1))
+                        aReported.open()
+                        await finish.wait()
+                    }
+                }
+                group.addTask {
+                    try await context.push("B", weight: 3) { b in
+                        await aReported.wait()
+                        try await b.report(.progress(0.5))
+                        bReported.open()
+                        await finish.wait()
+                    }
+                }
+                try await group.waitForAll()
+            }
+        }
+        await bReported.wait()
+        // The documented example: 0.25 + 0.25 × (1×1 + 3×0.5) / 4.
+        let live = try #require(await executor.snapshot(of: id))
+        #expect(live.progress == 0.40625)
+        #expect(live.children.map(\.progress) == [1, 0.5])
+        finish.open()
+        let done = try await executor.finished(id)
+        #expect(done.progress == 1)
+        await executor.shutdown()
+    }
+
+    @Test func progressNeverMovesBackwardsWhileSequentialChildrenAdvance() async throws {
+        let directory = try TemporaryDirectory()
+        let executor = try makeExecutor(.memory, in: directory)
+        let seen = Recorder<Double>()
+        let id = try await executor.addTask(name: "sequential", id: "sequential") { context in
+            for index in 0..<5 {
+                try await context.push("child \(index)") { child in
+                    for step in 1...4 {
+                        try await child.report(.step(step, of: 4))
+                        seen.append(await executor.snapshot(of: "sequential")?.progress ?? -1)
+                    }
+                }
+                seen.append(await executor.snapshot(of: "sequential")?.progress ?? -1)
+            }
+        }
+        _ = try await executor.finished(id)
+        let values = seen.all
+        #expect(values.count == 25)
+        #expect(zip(values, values.dropFirst()).allSatisfy { $0 <= $1 }, "\(values)")
+        #expect(values.last == 1)
+        await executor.shutdown()
+    }
+
+    @Test func pausingPausesTheSubtreeAndConcurrentReportersWaitThenContinue() async throws {
+        let directory = try TemporaryDirectory()
+        let executor = try makeExecutor(.sqlite, in: directory)
+        let started = Counter(), passed = Counter(), release = Gate()
+        let id = try await executor.addTask(name: "root", options: .interactive) { context in
+            try await context.push("child") { child in
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    for _ in 0..<2 {
+                        group.addTask {
+                            started.increment()
+                            await release.wait()
+                            try await child.report(.progress(0.5))
+                            passed.increment()
+                        }
+                    }
+                    try await group.waitForAll()
+                }
+            }
+        }
+        try await waitUntil("both reporters") { started.count == 2 }
+        try await executor.pause(taskID: id)
+        let paused = try #require(await executor.snapshot(of: id))
+        #expect(paused.status == .paused)
+        #expect(paused.children.first?.status == .paused)
+        #expect(try await executor.store.task(id: id)?.status == .paused, "committed before pause returned")
+        release.open()
+        // Both reporters reach their report and stay there while the task is paused.
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(passed.count == 0)
+        try await executor.resume(taskID: id)
+        try await waitUntil("both reporters to continue") { passed.count == 2 }
+        #expect(try await executor.finished(id).status == .completed)
+        await executor.shutdown()
+    }
+
+    @Test func cancellingAPausedTaskCancelsIt() async throws {
+        let directory = try TemporaryDirectory()
+        let executor = try makeExecutor(.memory, in: directory)
+        let reported = Gate(), afterPause = Counter()
+        let id = try await executor.addTask(name: "root", options: .interactive) { context in
+            try await context.report(.progress(0.1))
+            reported.open()
+            while true {
+                try await context.report(.progress(0.2))
+                afterPause.increment()
+                try await Task.sleep(for: .milliseconds(1))
+            }
+        }
+        await reported.wait()
+        try await executor.pause(taskID: id)
+        try await executor.cancel(taskID: id)
+        let snapshot = try await executor.finished(id)
+        #expect(snapshot.status == .cancelled)
+        await executor.shutdown()
+    }
+
+    @Test func aTimeoutDoesNotTickWhilePaused() async throws {
+        let directory = try TemporaryDirectory()
+        let executor = try makeExecutor(.memory, in: directory)
+        let reported = Gate(), paused = Gate()
+        let id = try await executor.addTask(name: "root", options: TaskOptions.interactive.timeout(.milliseconds(400))) {
+            context in
+            try await context.report(.progress(0.1))
+            reported.open()
+            await paused.wait()
+            try await context.report(.progress(0.5))  // waits here while paused
+        }
+        await reported.wait()
+        try await executor.pause(taskID: id)
+        paused.open()
+        try await Task.sleep(for: .milliseconds(800))  // twice the timeout, paused
+        #expect(await executor.snapshot(of: id)?.status == .paused)
+        try await executor.resume(taskID: id)
+        #expect(try await executor.finished(id).status == .completed)
+        await executor.shutdown()
+    }
+
+    @Test func cancellingAParentCancelsItsRunningChildren() async throws {
+        let directory = try TemporaryDirectory()
+        let executor = try makeExecutor(.sqlite, in: directory)
+        let running = Counter()
+        let id = try await executor.addTask(name: "parent") { context in
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for index in 0..<3 {
+                    group.addTask {
+                        try await context.push("child \(index)") { child in
+                            try await child.push("grandchild") { _ in
+                                running.increment()
+                                try await Task.sleep(for: .seconds(600))
+                            }
+                        }
+                    }
+                }
+                try await group.waitForAll()
+            }
+        }
+        try await waitUntil("grandchildren running") { running.count == 3 }
+        try await executor.cancel(taskID: id)
+        let snapshot = try await executor.finished(id)
+        #expect(snapshot.status == .cancelled)
+        for node in snapshot.allNodes {
+            #expect(node.status == .cancelled, "\(node.name) is \(node.status)")
+        }
+        await executor.shutdown()
+    }
+
+    @Test func cancelAllStopsEveryTasksCode() async throws {
+        let directory = try TemporaryDirectory()
+        let executor = try makeExecutor(.memory, in: directory)
+        let running = Counter()
+        var ids: [String] = []
+        for index in 0..<5 {
+            ids.append(
+                try await executor.addTask(name: "task \(index)") { _ in
+                    running.increment()
+                    try await Task.sleep(for: .seconds(600))
+                })
+        }
+        try await waitUntil("all running") { running.count == 5 }
+        await executor.cancelAll()
+        for id in ids {
+            #expect(try await executor.finished(id).status == .cancelled)
+        }
+        await executor.shutdown()
+    }
+
+    struct Boom: Error, LocalizedError {
+        var errorDescription: String? { "boom" }
+    }
+
+    @Test func aChildsErrorFailsItsParentUnlessTheParentCatchesIt() async throws {
+        let directory = try TemporaryDirectory()
+        let executor = try makeExecutor(.memory, in: directory)
+        let failing = try await executor.addTask(name: "failing") { context in
+            try await context.push("outer") { outer in
+                try await outer.push("inner") { _ in throw Boom() }
+            }
+        }
+        let failed = try await executor.finished(failing)
+        #expect(failed.status == .failed)
+        #expect(failed.errorDescription == "Subtask 'inner' failed: boom")
+        #expect(failed.errorType?.hasSuffix("ProgressionError") == true)
+        #expect(failed.children.first?.status == .failed)
+        #expect(failed.children.first?.children.first?.errorDescription == "boom")
+
+        let catching = try await executor.addTask(name: "catching") { context in
+            do {
+                try await context.push("inner") { _ in throw Boom() }
+            } catch ProgressionError.subtaskFailed(let name, let underlying) {
+                #expect(name == "inner" && underlying is Boom)
+            }
+        }
+        let caught = try await executor.finished(catching)
+        #expect(caught.status == .completed)
+        #expect(caught.children.first?.status == .failed)
+        await executor.shutdown()
+    }
+
+    @Test func retryRunsAFailedRetryableTaskAgainUnderTheSameIDWithTheNextAttempt() async throws {
+        let directory = try TemporaryDirectory()
+        let executor = try makeExecutor(.sqlite, in: directory)
+        let runs = Counter()
+        let id = try await executor.addTask(name: "flaky", options: TaskOptions.default.retryable()) { _ in
+            runs.increment()
+            if runs.count == 1 { throw Boom() }
+        }
+        #expect(try await executor.finished(id).status == .failed)
+        #expect(try await executor.retry(taskID: id) == id)
+        await executor.waitForTask(id)
+        let snapshot = try #require(await executor.snapshot(of: id))
+        #expect(snapshot.status == .completed && snapshot.attempt == 2 && snapshot.errorDescription == nil)
+        #expect(try await executor.store.task(id: id)?.attempt == 2)
+
+        let plain = try await executor.addTask(name: "plain") { _ in throw Boom() }
+        _ = try await executor.finished(plain)
+        await #expect(throws: ProgressionError.self) { try await executor.retry(taskID: plain) }
+        await #expect(throws: ProgressionError.self) { try await executor.retry(taskID: "missing") }
+        await executor.shutdown()
+    }
+
+    @Test func retryingRightAfterACancelKeepsTheNewRunVisible() async throws {
+        let directory = try TemporaryDirectory()
+        let executor = try makeExecutor(.sqlite, in: directory)
+        let runs = Counter()
+        let started = Gate()
+        let id = try await executor.addTask(name: "long", options: TaskOptions.interactive.retryable()) { context in
+            runs.increment()
+            if runs.count == 1 {
+                started.open()
+                try await Task.sleep(for: .seconds(600))
+            }
+            try await context.report(.progress(1))
+        }
+        await started.wait()
+        try await executor.cancel(taskID: id)
+        try await executor.retry(taskID: id)
+        await executor.waitForTask(id)
+        let snapshot = try #require(await executor.snapshot(of: id))
+        #expect(snapshot.status == .completed && snapshot.attempt == 2)
+        let kinds = try await executor.store.events(of: id, after: nil, limit: 100).map(\.kind)
+        #expect(kinds.filter { $0 == .cancelled }.count == 1 && kinds.last == .completed)
+        await executor.shutdown()
+    }
+
+    @Test func automaticRetriesFollowThePolicysBackoff() async throws {
+        let directory = try TemporaryDirectory()
+        let executor = try makeExecutor(.memory, in: directory)
+        let starts = Recorder<ContinuousClock.Instant>()
+        let policy = RetryPolicy.exponential(maxAttempts: 3, initialBackoff: .milliseconds(100), multiplier: 2, jitter: 0)
+        let id = try await executor.addTask(name: "flaky", options: TaskOptions.default.retryPolicy(policy)) { _ in
+            starts.append(.now)
+            if starts.all.count < 3 { throw Boom() }
+        }
+        await executor.waitForTask(id)
+        let snapshot = try #require(await executor.snapshot(of: id))
+        #expect(snapshot.status == .completed && snapshot.attempt == 3)
+        let times = starts.all
+        #expect(times.count == 3)
+        #expect(times[1] - times[0] >= .milliseconds(100))
+        #expect(times[2] - times[1] >= .milliseconds(200))
+
+        let hopeless = try await executor.addTask(name: "hopeless", options: TaskOptions.default.retryPolicy(policy)) { _ in
+            throw Boom()
+        }
+        await executor.waitForTask(hopeless)
+        let failed = try #require(await executor.snapshot(of: hopeless))
+        #expect(failed.status == .failed && failed.attempt == 3)
+
+        struct Fatal: NonRetryableError {}
+        let fatal = try await executor.addTask(name: "fatal", options: TaskOptions.default.retryPolicy(policy)) { _ in
+            throw Fatal()
+        }
+        await executor.waitForTask(fatal)
+        #expect(await executor.snapshot(of: fatal)?.attempt == 1)
+        await executor.shutdown()
+    }
+
+    @Test func aTimeoutFailsTheTaskCancelsItsSubtreeAndAnEarlyEndLeavesNoTimer() async throws {
+        let directory = try TemporaryDirectory()
+        let executor = try makeExecutor(.memory, in: directory)
+        let root = try await executor.addTask(name: "slow", options: TaskOptions.default.timeout(.milliseconds(200))) {
+            context in
+            try await context.push("child") { _ in try await Task.sleep(for: .seconds(600)) }
+        }
+        let timedOut = try await executor.finished(root)
+        #expect(timedOut.status == .failed)
+        #expect(timedOut.errorDescription == "Task timed out after 0.2 seconds")
+        #expect(timedOut.errorType?.hasSuffix("TaskTimeoutError") == true)
+        #expect(timedOut.children.first?.status == .cancelled)
+
+        let childTimeout = try await executor.addTask(name: "parent") { context in
+            try await context.push("slow child", weight: 1, options: TaskOptions.default.timeout(.milliseconds(100))) { _ in
+                try await Task.sleep(for: .seconds(600))
+            }
+        }
+        let parent = try await executor.finished(childTimeout)
+        #expect(parent.status == .failed)
+        #expect(parent.errorDescription == "Subtask 'slow child' failed: Task timed out after 0.1 seconds")
+        #expect(parent.children.first?.status == .failed)
+
+        let quick = try await executor.addTask(name: "quick", options: TaskOptions.default.timeout(.milliseconds(100))) {
+            _ in
+        }
+        #expect(try await executor.finished(quick).status == .completed)
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(await executor.snapshot(of: quick)?.status == .completed)
+        await executor.shutdown()
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func afterFlushTheStoreHoldsTheLastSnapshotOfEveryNode(kind: StoreKind) async throws {
+        let directory = try TemporaryDirectory()
+        let executor = try makeExecutor(kind, in: directory)
+        let hold = Gate()
+        let id = try await executor.addTask(name: "tree", options: .interactive) { context in
+            try await context.report(.named("working").progress(0.1))
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for index in 0..<4 {
+                    group.addTask {
+                        try await context.push("part \(index)", weight: Double(index + 1)) { part in
+                            try await part.report(.named("part step").progress(Double(index) / 4))
+                            if index == 3 { await hold.wait() }
+                        }
+                    }
+                }
+                try await group.waitForAll()
+            }
+        }
+        try await waitUntil("parts 0-2 done") {
+            let nodes = await executor.snapshot(of: id)?.children ?? []
+            return nodes.filter(\.isCompleted).count == 3 && nodes.count == 4
+        }
+        for stage in 0..<2 {
+            try await executor.flush()
+            let snapshot = try #require(await executor.snapshot(of: id))
+            let stored = try await executor.store.tree(of: id)
+            #expect(stored.count == snapshot.allNodes.count)
+            for node in snapshot.allNodes {
+                let record = try #require(stored.first { $0.id == node.id })
+                #expect(record.status == node.status, "stage \(stage) \(node.name)")
+                #expect(record.progress == node.progress, "stage \(stage) \(node.name)")
+                #expect(record.step == node.stepName)
+                #expect(record.attempt == node.attempt)
+                #expect(record.errorDescription == node.errorDescription)
+                #expect(record.updatedAt == node.updatedAt)
+            }
+            hold.open()
+            _ = try await executor.finished(id)
+        }
+        await executor.shutdown()
+    }
+
+    @Test func theProgressStreamCoalescesReportsAndPublishesTheLatestGraph() async throws {
+        let directory = try TemporaryDirectory()
+        var configuration = TaskExecutor.Configuration()
+        configuration.publishInterval = .milliseconds(50)
+        configuration.completedTaskVisibility = .seconds(600)
+        let executor = TaskExecutor(store: try StoreKind.memory.make(in: directory), configuration: configuration)
+        let stream = executor.progressStream
+        let reports = 200_000
+        let clock = ContinuousClock()
+        let start = clock.now
+        let id = try await executor.addTask(name: "busy") { context in
+            for index in 1...reports { try await context.report(.progress(Double(index) / Double(reports))) }
+        }
+        var graphs = 0
+        for await graph in stream {
+            graphs += 1
+            if graph.task(id)?.isCompleted == true { break }
+        }
+        let elapsed = clock.now - start
+        // One graph per publish interval at most (plus the first and the last), not one per report.
+        let bound = Int(elapsed / .milliseconds(50)) + 3
+        #expect(graphs <= bound, "\(graphs) graphs for \(reports) reports in \(elapsed)")
+        await executor.shutdown()
+    }
+}
+

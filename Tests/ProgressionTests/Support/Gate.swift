@@ -1,0 +1,80 @@
+import Foundation
+import Progression
+import Synchronization
+import Testing
+
+/// A one-shot signal: tasks wait until the test opens it.
+final class Gate: Sendable {
+    private let state = Mutex<(open: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
+
+    func open() {
+        let waiters = state.withLock { state in
+            state.open = true
+            defer { state.waiters.removeAll() }
+            return state.waiters
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    func wait() async {
+        await withCheckedContinuation { continuation in
+            let open = state.withLock { state in
+                if !state.open { state.waiters.append(continuation) }
+                return state.open
+            }
+            if open { continuation.resume() }
+        }
+    }
+}
+
+/// A counter shared with task code.
+final class Counter: Sendable {
+    private let value = Mutex(0)
+    func increment() { value.withLock { $0 += 1 } }
+    var count: Int { value.withLock { $0 } }
+}
+
+/// Values recorded by task code.
+final class Recorder<Value: Sendable>: Sendable {
+    private let values = Mutex<[Value]>([])
+    func append(_ value: Value) { values.withLock { $0.append(value) } }
+    var all: [Value] { values.withLock { $0 } }
+}
+
+struct TimedOut: Error, CustomStringConvertible {
+    var what: String
+    var description: String { "timed out waiting for \(what)" }
+}
+
+/// Polls `condition` until it holds, failing after `timeout`. Not a sleep used as synchronisation: it waits for a state.
+func waitUntil(
+    _ what: String, timeout: Duration = .seconds(20), _ condition: () async throws -> Bool
+) async throws {
+    let deadline = ContinuousClock.now + timeout
+    while try await !condition() {
+        guard ContinuousClock.now < deadline else { throw TimedOut(what: what) }
+        try await Task.sleep(for: .milliseconds(2))
+    }
+}
+
+extension TaskExecutor {
+    /// Waits until a task (root or subtask) has the status.
+    nonisolated func waitForStatus(_ id: String, _ status: TaskStatus, timeout: Duration = .seconds(20)) async throws {
+        try await waitUntil("\(id) to be \(status)", timeout: timeout) { await self.snapshot(of: id)?.status == status }
+    }
+
+    /// Waits until a root's code has ended and returns its snapshot.
+    nonisolated func finished(_ id: String) async throws -> TaskSnapshot {
+        try await waitUntil("\(id) to finish") { await self.snapshot(of: id)?.isFinished ?? false }
+        return try #require(await snapshot(of: id))
+    }
+}
+
+/// An executor for one test: finished tasks stay visible.
+func makeExecutor(_ kind: StoreKind, in directory: TemporaryDirectory) throws -> TaskExecutor {
+    var configuration = TaskExecutor.Configuration()
+    configuration.completedTaskVisibility = .seconds(600)
+    configuration.publishInterval = .milliseconds(5)
+    configuration.writeWindow = .milliseconds(5)
+    return TaskExecutor(store: try kind.make(in: directory), configuration: configuration)
+}
