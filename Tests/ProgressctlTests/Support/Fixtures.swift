@@ -79,9 +79,10 @@ struct Fixture {
                 heartbeatAt: alive ? now : now.addingTimeInterval(-3600)))
     }
 
-    /// The file's bytes (main file and WAL), to show that a command changed nothing.
-    func bytes() -> [Data?] {
-        [path, path + "-wal"].map { FileManager.default.contents(atPath: $0) }
+    /// The file's bytes (main file and WAL), to show that a command changed nothing. A WAL file that opening the
+    /// database created empty counts as none.
+    func bytes() -> [Data] {
+        [path, path + "-wal"].map { FileManager.default.contents(atPath: $0) ?? Data() }
     }
 
     /// Runs progressctl with `--db` this file.
