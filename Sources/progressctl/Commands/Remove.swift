@@ -52,7 +52,7 @@ extension Progressctl {
                 _ = try await control.direct(.remove, on: task, dryRun: false)
             }
             let deleted = try await store.checked { try await $0.deleteTree(of: task.id) }
-            result.outcome = "deleted \(deleted) task\(deleted == 1 ? "" : "s") with their history"
+            result.outcome = "deleted \(deleted) task\(deleted == 1 ? " with its" : "s with their") history"
             try ChangeReport.print([result], json: options.json)
         }
     }

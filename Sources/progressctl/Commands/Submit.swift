@@ -88,7 +88,7 @@ extension Progressctl {
             if options.json {
                 try JSONOutput.print(SubmitJSON(id: id, created: created))
             } else {
-                if !created { Terminal.standardError("a \(kind) job with idempotency key '\(idempotencyKey ?? "")' exists: \(id)") }
+                if !created { Terminal.standardError("a job of kind '\(kind)' with idempotency key '\(idempotencyKey ?? "")' exists: \(id)") }
                 Terminal.output(id)
             }
         }

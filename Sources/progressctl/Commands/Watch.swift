@@ -95,7 +95,7 @@ extension Progressctl {
                 for node in tree {
                     let indent = String(repeating: "  ", count: depths[node.id] ?? 0)
                     rows.append([indent + node.name, Format.bar(node.progress), Format.status(node.status),
-                                 node.step ?? "", String(node.id.prefix(12))])
+                                 node.step ?? "", node.isRoot ? node.id : ""])
                 }
             }
             lines += Format.table(header: ["TASK", "PROGRESS", "STATUS", "STEP", "ID"], rows: rows)
