@@ -156,9 +156,12 @@ struct ChangeDocument: Decodable {
         let owner = Task {
             var handled: [ControlRequest] = []
             while !Task.isCancelled {
-                for request in try await store.pendingControlRequests(for: "service") {
+                // Cancelling this loop interrupts a store call: that ends it.
+                guard let requests = try? await store.pendingControlRequests(for: "service") else { break }
+                for request in requests {
                     let outcome = request.taskID == "live-1" ? "applied" : "the task is at a step that cannot stop"
-                    try await store.completeControlRequest(id: request.id, outcome: outcome, at: Date())
+                    guard (try? await store.completeControlRequest(id: request.id, outcome: outcome, at: Date())) != nil
+                    else { break }
                     handled.append(request)
                 }
                 try? await Task.sleep(for: .milliseconds(10))
@@ -183,6 +186,40 @@ struct ChangeDocument: Decodable {
         let handled = try await owner.value
         #expect(handled.map(\.action) == [.pause, .cancel])
         #expect(handled.map(\.taskID) == ["live-1", "live-2"])
+    }
+
+    @Test func removeForceAndRetryGoToALiveOwner() async throws {
+        let fixture = try Fixture()
+        try await fixture.owner("service", alive: true)
+        try await fixture.root("held-running", status: .running, owner: "service")
+        try await fixture.root("held-failed", status: .failed, options: .default.retryable(), owner: "service")
+        let store = fixture.store
+        let owner = Task {
+            var handled: [ControlRequest] = []
+            while !Task.isCancelled {
+                // Cancelling this loop interrupts a store call: that ends it.
+                guard let requests = try? await store.pendingControlRequests(for: "service") else { break }
+                for request in requests {
+                    guard (try? await store.completeControlRequest(id: request.id, outcome: "applied", at: Date())) != nil
+                    else { break }
+                    handled.append(request)
+                }
+                try? await Task.sleep(for: .milliseconds(10))
+            }
+            return handled
+        }
+        defer { owner.cancel() }
+        let removed = try await fixture.run(["remove", "held-running", "--force"])
+        #expect(removed.status == 0, "\(removed.stderr)")
+        #expect(removed.stdout.contains("by owner 'service'"))
+        let retried = try await fixture.run(["retry", "held-failed"])
+        #expect(retried.status == 0, "\(retried.stderr)")
+        owner.cancel()
+        let handled = try await owner.value
+        #expect(handled.map(\.action) == [.remove, .retry])
+        // The owner applies the changes; progressctl wrote only the requests.
+        #expect(try await fixture.store.task(id: "held-running")?.status == .running)
+        #expect(try await fixture.store.task(id: "held-failed")?.status == .failed)
     }
 
     @Test func anUnhandledRequestTimesOutAndStaysQueued() async throws {
