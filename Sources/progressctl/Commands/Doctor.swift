@@ -1,0 +1,93 @@
+import ArgumentParser
+import Foundation
+import Progression
+
+extension Progressctl {
+    /// Checks the database: integrity, schema, owners and the tasks that dead owners hold.
+    struct Doctor: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Check the database: integrity, schema version, executors (owners) and tasks held by dead ones.",
+            discussion: """
+                Exits with status 1 when the integrity check finds a problem.
+
+                Examples:
+                  progressctl doctor
+                  progressctl doctor --json
+                """)
+
+        @OptionGroup var options: GlobalOptions
+
+        /// `doctor --json`.
+        struct DoctorJSON: Codable {
+            struct Owner: Codable {
+                var id: String
+                var host: String
+                var pid: Int32
+                var startedAt: Date
+                var heartbeatAt: Date
+                var stoppedAt: Date?
+                var liveness: String
+                var alive: Bool
+                var unfinishedTasks: Int
+            }
+            var path: String
+            var integrity: [String]
+            var integrityOK: Bool
+            var schemaMigrations: [String]
+            var owners: [Owner]
+            /// Unfinished roots whose owner is not alive (dead, stopped or unknown): the next executor recovers them.
+            var tasksHeldByDeadOwners: Int
+        }
+
+        func run() async throws {
+            let store = try options.openStore(readOnly: true)
+            let integrity = try await store.checked { try await $0.integrityCheck() }
+            let schema = try await store.checked { try await $0.schemaVersion() }
+            let owners = try await store.checked { try await $0.owners() }
+            // A full scan of the unfinished roots, counted per owner.
+            var heldBy: [String: Int] = [:]
+            var offset = 0
+            while true {
+                let page = try await store.checked {
+                    try await $0.roots(TaskQuery(statuses: [.pending, .running, .paused], limit: 1000, offset: offset))
+                }
+                for root in page { if let owner = root.ownerID { heldBy[owner, default: 0] += 1 } }
+                guard page.count == 1000 else { break }
+                offset += page.count
+            }
+            let ownerReports = owners.map { owner in
+                let liveness = owner.liveness()
+                return DoctorJSON.Owner(
+                    id: owner.id, host: owner.host, pid: owner.pid, startedAt: owner.startedAt,
+                    heartbeatAt: owner.heartbeatAt, stoppedAt: owner.stoppedAt, liveness: liveness.description,
+                    alive: liveness.isAlive, unfinishedTasks: heldBy[owner.id] ?? 0)
+            }
+            let alive = Set(ownerReports.filter(\.alive).map(\.id))
+            let orphaned = heldBy.filter { !alive.contains($0.key) }.values.reduce(0, +)
+            let report = DoctorJSON(
+                path: store.path, integrity: integrity, integrityOK: integrity == ["ok"], schemaMigrations: schema,
+                owners: ownerReports, tasksHeldByDeadOwners: orphaned)
+            if options.json {
+                try JSONOutput.print(report)
+            } else {
+                Terminal.output("database: \(report.path)")
+                Terminal.output("integrity: " + (report.integrityOK ? Terminal.paint("ok", .green) : Terminal.paint(integrity.joined(separator: "; "), .red)))
+                Terminal.output("schema: \(schema.last ?? "none") (\(schema.count) migration\(schema.count == 1 ? "" : "s"))")
+                if ownerReports.isEmpty {
+                    Terminal.output("owners: none")
+                } else {
+                    Terminal.output("owners:")
+                    let rows = ownerReports.map { owner in
+                        [owner.id, owner.host, "\(owner.pid)", Format.time(owner.startedAt), Format.time(owner.heartbeatAt),
+                         Terminal.paint(owner.liveness, owner.alive ? .green : .red), "\(owner.unfinishedTasks)"]
+                    }
+                    for line in Format.table(header: ["ID", "HOST", "PID", "STARTED", "HEARTBEAT", "LIVENESS", "TASKS"], rows: rows) {
+                        Terminal.output("  " + line)
+                    }
+                }
+                Terminal.output("tasks held by dead owners: \(orphaned)")
+            }
+            if !report.integrityOK { throw CLIError("the integrity check found problems in '\(store.path)'") }
+        }
+    }
+}

@@ -1,0 +1,44 @@
+import ArgumentParser
+import Foundation
+import Progression
+
+/// Options every command takes: which database, how long to wait for its lock, and JSON output.
+struct GlobalOptions: ParsableArguments {
+    /// The database file.
+    @Option(name: .long, help: ArgumentHelp("The database file (default: $PROGRESSION_DB, else the library's default).", valueName: "path"))
+    var db: String?
+
+    /// Print one JSON document instead of text.
+    @Flag(name: .long, help: "Print one JSON document on stdout instead of text.")
+    var json = false
+
+    /// How long to wait for another process's write lock.
+    @Option(name: .customLong("busy-timeout"), help: ArgumentHelp("Milliseconds to wait for another process's lock.", valueName: "ms"))
+    var busyTimeout: Int = 5000
+
+    /// The path in force: `--db`, else `$PROGRESSION_DB`, else the library's default.
+    var databasePath: String {
+        if let db, !db.isEmpty { return db }
+        return SQLiteTaskStore.defaultPath
+    }
+
+    /// Opens the existing database; never creates it. `readOnly` for commands that only read.
+    func openStore(readOnly: Bool) throws -> SQLiteTaskStore {
+        let path = databasePath
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
+            throw CLIError("no database at '\(path)' (give --db PATH or set PROGRESSION_DB)")
+        }
+        guard !isDirectory.boolValue else { throw CLIError("'\(path)' is a directory, not a database") }
+        guard busyTimeout >= 0 else { throw CLIError.usage("--busy-timeout must be 0 or more milliseconds") }
+        var configuration = SQLiteTaskStore.Configuration()
+        configuration.createIfMissing = false
+        configuration.readOnly = readOnly
+        configuration.busyTimeout = .milliseconds(busyTimeout)
+        do {
+            return try SQLiteTaskStore(path: path, configuration: configuration)
+        } catch let error as TaskStoreError {
+            throw CLIError(store: error)
+        }
+    }
+}

@@ -1,0 +1,104 @@
+import Foundation
+import Progression
+
+/// Text for people: progress bars, times, sizes, tables.
+enum Format {
+    /// A bar of `width` cells and the percent, e.g. `█████░░░░░  50%`; dashes when progress is unknown.
+    static func bar(_ progress: Double?, width: Int = 20) -> String {
+        guard let progress, progress.isFinite else {
+            return String(repeating: "·", count: width) + "    -"
+        }
+        let clamped = min(1, max(0, progress))
+        let filled = Int((clamped * Double(width)).rounded(.down))
+        return String(repeating: "█", count: filled) + String(repeating: "░", count: width - filled) + " "
+            + percent(clamped).leftPadded(to: 4)
+    }
+
+    /// `45%`, or `-` when unknown.
+    static func percent(_ progress: Double?) -> String {
+        guard let progress, progress.isFinite else { return "-" }
+        return "\(Int((progress * 100).rounded(.down)))%"
+    }
+
+    /// A status, coloured on a terminal.
+    static func status(_ status: TaskStatus) -> String {
+        let color: Terminal.Color? =
+            switch status {
+            case .pending: nil
+            case .running: .cyan
+            case .paused: .yellow
+            case .completed: .green
+            case .failed: .red
+            case .cancelled: .dim
+            }
+        return Terminal.paint(status.rawValue, color)
+    }
+
+    private static let timeFormatter: DateFormatter = {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.dateFormat = "yyyy-MM-dd HH:mm:ss"
+        return formatter
+    }()
+
+    /// Local time to the second, `-` for none.
+    static func time(_ date: Date?) -> String {
+        guard let date else { return "-" }
+        return timeFormatter.string(from: date)
+    }
+
+    /// `512 B`, `3.2 KiB`, `1.5 MiB`.
+    static func bytes(_ count: Int64) -> String {
+        if count < 1024 { return "\(count) B" }
+        let units = ["KiB", "MiB", "GiB", "TiB"]
+        var value = Double(count) / 1024
+        var unit = 0
+        while value >= 1024, unit < units.count - 1 {
+            value /= 1024
+            unit += 1
+        }
+        return String(format: "%.1f %@", value, units[unit])
+    }
+
+    /// Rows as left-aligned columns separated by two spaces; `header` is printed first. Widths ignore ANSI colour.
+    static func table(header: [String], rows: [[String]]) -> [String] {
+        let all = [header] + rows
+        let columns = all.map(\.count).max() ?? 0
+        var widths = Array(repeating: 0, count: columns)
+        for row in all {
+            for (index, cell) in row.enumerated() { widths[index] = max(widths[index], cell.visibleWidth) }
+        }
+        return all.enumerated().map { number, row in
+            let line = row.enumerated().map { index, cell in
+                index == row.count - 1 ? cell : cell.rightPadded(to: widths[index])
+            }.joined(separator: "  ")
+            return number == 0 ? Terminal.paint(line, .bold) : line
+        }
+    }
+}
+
+extension String {
+    /// The width on screen: characters outside ANSI escape sequences.
+    var visibleWidth: Int {
+        var count = 0
+        var inEscape = false
+        for scalar in unicodeScalars {
+            if inEscape {
+                if scalar == "m" { inEscape = false }
+            } else if scalar == "\u{1B}" {
+                inEscape = true
+            } else {
+                count += 1
+            }
+        }
+        return count
+    }
+
+    func rightPadded(to width: Int) -> String {
+        self + String(repeating: " ", count: max(0, width - visibleWidth))
+    }
+
+    func leftPadded(to width: Int) -> String {
+        String(repeating: " ", count: max(0, width - visibleWidth)) + self
+    }
+}
