@@ -15,9 +15,13 @@ let package = Package(
     products: [
         .library(name: "Progression", targets: ["Progression"]),
         .executable(name: "progressctl", targets: ["progressctl"]),
+        .executable(name: "progression-crash-test", targets: ["progression-crash-test"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        // Graceful shutdown on SIGTERM/SIGINT for the executor as a service; brings swift-log.
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
     ],
     targets: [
         // The system's libsqlite3 (Debian: libsqlite3-dev).
@@ -34,7 +38,11 @@ let package = Package(
         ),
         .target(
             name: "Progression",
-            dependencies: ["ProgressionSQLite"],
+            dependencies: [
+                "ProgressionSQLite",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: swiftSettings
         ),
         // The operator's command-line tool.
@@ -46,6 +54,20 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // Kills a batch worker with SIGKILL at random moments and checks nothing was lost or redone (run by .ci/run);
+        // its worker mode is also the child process of the recovery tests.
+        .executableTarget(
+            name: "progression-crash-test",
+            dependencies: [
+                "Progression",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "tools/crash-test",
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "ProgressionSQLiteTests",
             dependencies: ["ProgressionSQLite"],
@@ -53,7 +75,7 @@ let package = Package(
         ),
         .testTarget(
             name: "ProgressionTests",
-            dependencies: ["Progression", "ProgressionSQLite"],
+            dependencies: ["Progression", "ProgressionSQLite", "progression-crash-test"],
             swiftSettings: swiftSettings
         ),
         // Runs the built progressctl binary as a child process; depending on it makes `swift test` build it.

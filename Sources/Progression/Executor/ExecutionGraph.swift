@@ -177,8 +177,13 @@ final class ExecutionGraph: Sendable {
     }
 
     /// Adds the nodes of a stored tree below a root added with ``addRoot(_:)`` (a task rehydrated from the store).
+    /// A root stored as paused comes back paused.
     func attachStoredChildren(_ records: [TaskRecord], to root: NodeHandle) {
         state.withLock { state in
+            if let node = state.nodes[root], node.record.status == .paused {
+                node.pausedExplicitly = true
+                node.pausedSince = ContinuousClock.now
+            }
             for record in records where record.parentID != nil {
                 guard let parentHandle = record.parentID.flatMap({ state.handles[$0] }),
                     let parent = state.nodes[parentHandle]
@@ -187,7 +192,8 @@ final class ExecutionGraph: Sendable {
                 state.nextHandle += 1
                 node.parent = parent
                 node.contribution = record.status.isFinished ? 1 : (record.progress ?? 0)
-                node.segment = -1
+                node.parentSegment = -1
+                node.pausedAncestors = parent.pausedAncestors + (parent.pausedExplicitly ? 1 : 0)
                 parent.children.append(node)
                 parent.childIndex[record.name, default: [:]][record.occurrence] = node
                 state.nodes[node.handle] = node
@@ -441,7 +447,6 @@ final class ExecutionGraph: Sendable {
             node.nameCounts = [:]
             node.stopReason = nil
             node.pausedTotal = .zero
-            for child in node.children { child.segment = -1 }
             Self.markDirty(node, .progress, state: &state)
         }
     }

@@ -31,6 +31,24 @@ public actor TaskExecutor {
         public var eventBacklogLimit = 100_000
         /// This executor's owner id in the store; random by default.
         public var ownerID: String?
+        /// At most this many roots run at once; the others wait, by priority then age.
+        public var maxConcurrentTasks = Int.max
+        /// A job interrupted more times than this (its process died while it ran: a crash loop) fails instead of
+        /// running again.
+        public var maxInterruptions = 3
+        /// How often the scheduler looks for tasks of dead owners and jobs nobody runs.
+        public var recoveryInterval: Duration = .seconds(1)
+        /// How many roots the scheduler claims at a time.
+        public var claimBatchSize = 1000
+        /// How often the executor checks the store for control requests of another process (a cheap check of
+        /// SQLite's `data_version` when nothing changed).
+        public var controlPollInterval: Duration = .milliseconds(100)
+        /// How often the owner's heartbeat is written; an owner on another host whose heartbeat is older than
+        /// `ownerStaleAfter` is dead.
+        public var heartbeatInterval: Duration = .seconds(2)
+        public var ownerStaleAfter: Duration = .seconds(15)
+        /// How long a graceful shutdown waits for running code to stop at its next report.
+        public var shutdownGracePeriod: Duration = .seconds(10)
 
         public init() {}
     }
@@ -41,10 +59,19 @@ public actor TaskExecutor {
     public nonisolated let ownerID: String
     nonisolated let engine: ExecutionEngine
     private nonisolated let publisher = GraphPublisher()
-    private var runs: [NodeHandle: RootRun] = [:]
-    private var backgroundTasks: [Task<Void, Never>] = []
-    private var started = false
-    private var isShutDown = false
+    nonisolated var publisherForLoops: GraphPublisher { publisher }
+    var runs: [NodeHandle: RootRun] = [:]
+    /// Roots whose code runs now, counted against ``Configuration/maxConcurrentTasks``.
+    var running: Set<NodeHandle> = []
+    /// Roots waiting for a free slot, by priority then age.
+    var queue: [(priority: Int, createdAt: Date, handle: NodeHandle)] = []
+    /// Registered job kinds.
+    var kinds: [String: JobKind] = [:]
+    var backgroundTasks: [Task<Void, Never>] = []
+    var started = false
+    var schedulerStarted = false
+    var isShutDown = false
+    let ownerStartedAt = ExecutionEngine.now()
 
     /// A root's code and the Swift task running it.
     struct RootRun {
@@ -116,11 +143,33 @@ public actor TaskExecutor {
         return id
     }
 
-    private func launch(_ handle: NodeHandle) {
+    /// Starts a root's code, or queues it while ``Configuration/maxConcurrentTasks`` roots run.
+    func launch(_ handle: NodeHandle) {
+        guard runs[handle] != nil, !running.contains(handle) else { return }
+        guard running.count < engine.configuration.maxConcurrentTasks else {
+            guard let record = engine.graph.record(handle) else { return }
+            let entry = (priority: record.priority, createdAt: record.createdAt, handle: handle)
+            let index = queue.firstIndex { ($0.priority, entry.createdAt) < (entry.priority, $0.createdAt) } ?? queue.endIndex
+            queue.insert(entry, at: index)
+            return
+        }
+        start(handle)
+    }
+
+    private func start(_ handle: NodeHandle) {
         guard let body = runs[handle]?.body else { return }
+        running.insert(handle)
         let engine = engine
-        runs[handle]?.task = Task.detached {
+        runs[handle]?.task = Task.detached { [self] in
             await engine.runRoot(handle, body: body)
+            await self.runEnded(handle)
+        }
+    }
+
+    private func runEnded(_ handle: NodeHandle) {
+        running.remove(handle)
+        while running.count < engine.configuration.maxConcurrentTasks, !queue.isEmpty, !isShutDown {
+            start(queue.removeFirst().handle)
         }
     }
 
@@ -157,6 +206,8 @@ public actor TaskExecutor {
         }
         engine.graph.setPaused(handle, paused, now: ExecutionEngine.now())
         try await engine.graph.waitForCommit()
+        // A root that came back paused from the store has no code running yet.
+        if !paused, record.parentID == nil, runs[handle]?.task == nil { launch(handle) }
     }
 
     /// Asks a task (root or subtask) to stop: its code and everything below it are cancelled, and it ends
@@ -171,10 +222,23 @@ public actor TaskExecutor {
         guard !record.status.isFinished else {
             throw ProgressionError.invalidState(taskID: taskID, status: record.status, action: "cancel")
         }
+        if record.parentID == nil, !running.contains(handle) {
+            // Queued, paused before it started, or waiting for its next attempt: no code to stop.
+            queue.removeAll { $0.handle == handle }
+            runs[handle]?.task?.cancel()
+            let now = ExecutionEngine.now()
+            let sequence = engine.graph.transition(handle, event: .cancelled, now: now) { node in
+                node.record.status = .cancelled
+                node.record.finishedAt = now
+                node.record.nextAttemptAt = nil
+            }
+            try await engine.commit(sequence)
+            return
+        }
         stop(handle, .cancelled)
     }
 
-    private func stop(_ handle: NodeHandle, _ reason: StopReason) {
+    func stop(_ handle: NodeHandle, _ reason: StopReason) {
         engine.graph.requestStop(handle, reason)?()
         runs[handle]?.task?.cancel()
     }
@@ -193,6 +257,9 @@ public actor TaskExecutor {
     /// - Throws: ``ProgressionError/notFound(taskID:)``, ``ProgressionError/notRetryable(taskID:reason:)``.
     @discardableResult
     public func retry(taskID: String) async throws -> String {
+        if engine.graph.handle(of: taskID) == nil {
+            _ = try await loadForRetry(taskID)
+        }
         let (handle, record) = try node(taskID)
         guard record.parentID == nil else {
             throw ProgressionError.notRetryable(taskID: taskID, reason: "it is a subtask: retry its root")
@@ -273,84 +340,7 @@ public actor TaskExecutor {
         await runs[handle]?.task?.value
     }
 
-    // MARK: Life cycle
-
-    /// Registers this executor as an owner and starts the writer, the publisher and the maintenance loop.
-    private func startIfNeeded() async throws {
-        guard !isShutDown else { throw ProgressionError.shutDown }
-        guard !started else { return }
-        started = true
-        let now = ExecutionEngine.now()
-        try await store.saveOwner(
-            OwnerRecord(
-                id: ownerID, host: OwnerRecord.currentHost, pid: ProcessInfo.processInfo.processIdentifier,
-                startedAt: now, heartbeatAt: now))
-        let engine = engine
-        let publisher = publisher
-        backgroundTasks.append(Task.detached { await engine.runWriter() })
-        backgroundTasks.append(Task.detached { await engine.runPublisher(publisher) })
-        backgroundTasks.append(Task.detached { [weak self] in await self?.maintain() })
-    }
-
-    /// Once a second: forgets finished roots past their visibility, and beats the owner's heartbeat.
-    private func maintain() async {
-        while !Task.isCancelled, !isShutDown {
-            sweepFinished(now: ExecutionEngine.now())
-            try? await store.saveOwner(
-                OwnerRecord(
-                    id: ownerID, host: OwnerRecord.currentHost, pid: ProcessInfo.processInfo.processIdentifier,
-                    startedAt: ownerStartedAt, heartbeatAt: ExecutionEngine.now()))
-            try? await Task.sleep(for: .milliseconds(250))
-        }
-    }
-
-    private lazy var ownerStartedAt = ExecutionEngine.now()
-
-    private func sweepFinished(now: Date) {
-        let configuration = engine.configuration
-        for (handle, record, committed) in engine.graph.roots() where committed.status.isFinished {
-            let visibility =
-                committed.status == .completed ? configuration.completedTaskVisibility : configuration.failedTaskVisibility
-            guard let visibility, let finished = committed.finishedAt,
-                now.timeIntervalSince(finished) >= visibility.seconds
-            else { continue }
-            _ = record
-            engine.graph.removeRoot(handle)
-            runs[handle] = nil
-        }
-    }
-
-    /// Stops: no new tasks; running tasks are asked to stop at their next cancellation point and left `pending` so
-    /// that the next start runs them again; everything is flushed; the progress stream ends.
-    public func shutdown(gracePeriod: Duration = .seconds(10)) async {
-        guard !isShutDown else { return }
-        isShutDown = true
-        for (handle, record, _) in engine.graph.roots() where !record.status.isFinished {
-            stop(handle, .shutdown)
-        }
-        let tasks = runs.values.compactMap(\.task)
-        await withTaskGroup(of: Void.self) { group in
-            group.addTask {
-                for task in tasks { await task.value }
-            }
-            group.addTask { try? await Task.sleep(for: gracePeriod) }
-            await group.next()
-            group.cancelAll()
-        }
-        try? await engine.graph.waitForCommit()
-        if started {
-            let now = ExecutionEngine.now()
-            try? await store.saveOwner(
-                OwnerRecord(
-                    id: ownerID, host: OwnerRecord.currentHost, pid: ProcessInfo.processInfo.processIdentifier,
-                    startedAt: ownerStartedAt, heartbeatAt: now, stoppedAt: now))
-        }
-        engine.graph.close()
-        for task in backgroundTasks { task.cancel() }
-        backgroundTasks.removeAll()
-    }
-
-    private func node(_ taskID: String) throws -> (NodeHandle, TaskRecord) {
+    func node(_ taskID: String) throws -> (NodeHandle, TaskRecord) {
         guard let handle = engine.graph.handle(of: taskID), let record = engine.graph.record(handle) else {
             throw ProgressionError.notFound(taskID: taskID)
         }

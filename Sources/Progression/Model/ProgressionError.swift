@@ -24,6 +24,8 @@ public enum ProgressionError: Error, Sendable, LocalizedError, CustomStringConve
     case unknownKind(String)
     /// The process that ran the task died while it ran, and the task cannot be run again (a closure task).
     case interrupted(taskID: String)
+    /// The process running the task died while it ran more times than allowed (a crash loop).
+    case tooManyInterruptions(taskID: String, count: Int)
     /// The executor is shutting down or shut down.
     case shutDown
 
@@ -53,6 +55,8 @@ public enum ProgressionError: Error, Sendable, LocalizedError, CustomStringConve
             "No job kind '\(kind)' is registered"
         case .interrupted(let id):
             "Task '\(id)' was interrupted: the process running it stopped, and its code cannot run in another process"
+        case .tooManyInterruptions(let id, let count):
+            "Task '\(id)' was interrupted \(count) times (its process died while it ran each time): it is not run again"
         case .shutDown:
             "The executor is shut down"
         }

@@ -93,11 +93,13 @@ public actor InMemoryTaskStore: TaskStore {
     }
 
     public func claimRoots(
-        heldBy fromOwners: [String?], statuses: Set<TaskStatus>, newOwner: String, limit: Int, now: Date
+        heldBy fromOwners: [String?], statuses: Set<TaskStatus>, kinds: Set<String>?, newOwner: String, limit: Int,
+        now: Date
     ) throws -> [TaskRecord] {
         try transaction { state in
             let claimed = state.tasks.values
                 .filter { $0.isRoot && statuses.contains($0.status) && fromOwners.contains($0.ownerID) }
+                .filter { task in kinds.map { kinds in task.kind.map(kinds.contains) ?? true } ?? true }
                 .sorted { left, right in
                     if left.priority != right.priority { return left.priority > right.priority }
                     return (left.createdAt, left.id) < (right.createdAt, right.id)
@@ -108,6 +110,18 @@ public actor InMemoryTaskStore: TaskStore {
                 for id in state.byRoot[root] ?? [] { state.tasks[id]?.ownerID = newOwner }
             }
             return Array(claimed)
+        }
+    }
+
+    public func transferTree(
+        of rootID: String, ifStatusIn statuses: Set<TaskStatus>, from owner: String?, to newOwner: String?
+    ) throws -> Bool {
+        try transaction { state in
+            guard let root = state.tasks[rootID], root.isRoot, statuses.contains(root.status), root.ownerID == owner else {
+                return false
+            }
+            for id in state.byRoot[rootID] ?? [] { state.tasks[id]?.ownerID = newOwner }
+            return true
         }
     }
 

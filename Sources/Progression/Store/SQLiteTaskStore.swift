@@ -38,7 +38,6 @@ public actor SQLiteTaskStore: TaskStore {
     private let connection: SQLiteConnection
     private let encoder: JSONEncoder
     private let decoder = JSONDecoder()
-    private var localCommits: Int64 = 0
 
     public nonisolated var unownedExecutor: UnownedSerialExecutor { queue.asUnownedSerialExecutor() }
 
@@ -153,7 +152,8 @@ public actor SQLiteTaskStore: TaskStore {
     }
 
     public func claimRoots(
-        heldBy fromOwners: [String?], statuses: Set<TaskStatus>, newOwner: String, limit: Int, now: Date
+        heldBy fromOwners: [String?], statuses: Set<TaskStatus>, kinds: Set<String>?, newOwner: String, limit: Int,
+        now: Date
     ) async throws -> [TaskRecord] {
         guard !fromOwners.isEmpty, !statuses.isEmpty, limit > 0 else { return [] }
         return try await write { connection in
@@ -162,19 +162,41 @@ public actor SQLiteTaskStore: TaskStore {
             if fromOwners.contains(where: { $0 == nil }) { ownerConditions.append("owner_id IS NULL") }
             if !named.isEmpty { ownerConditions.append("owner_id IN (\(Self.placeholders(named.count)))") }
             let statusList = statuses.map(\.rawValue).sorted()
+            let kindList = kinds.map { $0.sorted() }
+            let kindCondition = kindList.map {
+                $0.isEmpty ? "AND kind IS NULL" : "AND (kind IS NULL OR kind IN (\(Self.placeholders($0.count))))"
+            } ?? ""
             let sql = """
                 SELECT \(Self.columns) FROM tasks
                 WHERE parent_id IS NULL AND status IN (\(Self.placeholders(statusList.count)))
-                  AND (\(ownerConditions.joined(separator: " OR ")))
+                  AND (\(ownerConditions.joined(separator: " OR "))) \(kindCondition)
                 ORDER BY priority DESC, created_at, id LIMIT ?
                 """
-            let parameters = statusList.map { SQLiteValue.text($0) } + named.map { .text($0) } + [.integer(Int64(limit))]
+            let parameters =
+                statusList.map { SQLiteValue.text($0) } + named.map { .text($0) } + (kindList ?? []).map { .text($0) }
+                + [.integer(Int64(limit))]
             let claimed = try connection.query(sql, parameters) { try record(from: $0) }
             let setOwner = try connection.cachedStatement("UPDATE tasks SET owner_id = ? WHERE root_id = ?")
             for root in claimed {
                 try setOwner.execute([.text(newOwner), .text(root.id)])
             }
             return claimed
+        }
+    }
+
+    public func transferTree(
+        of rootID: String, ifStatusIn statuses: Set<TaskStatus>, from owner: String?, to newOwner: String?
+    ) async throws -> Bool {
+        try await write { connection in
+            let current = try connection.query(
+                "SELECT status, owner_id FROM tasks WHERE id = ? AND parent_id IS NULL", [.text(rootID)]
+            ) { (status: $0.text(at: 0), owner: $0.optionalText(at: 1)) }.first
+            guard let current, let status = TaskStatus(rawValue: current.status), statuses.contains(status),
+                current.owner == owner
+            else { return false }
+            try connection.execute(
+                "UPDATE tasks SET owner_id = ? WHERE root_id = ?", [SQLiteValue(newOwner), .text(rootID)])
+            return true
         }
     }
 
@@ -378,7 +400,7 @@ public actor SQLiteTaskStore: TaskStore {
 
     public func changeCounter() async throws -> Int64 {
         try await read { connection in
-            (try connection.scalarInt("PRAGMA data_version") ?? 0) + localCommits << 32
+            try connection.scalarInt("PRAGMA data_version") ?? 0
         }
     }
 
@@ -436,9 +458,7 @@ public actor SQLiteTaskStore: TaskStore {
 
     /// Runs `body` in an immediate transaction; cancellation interrupts it and rolls it back.
     private func write<T>(_ body: (SQLiteConnection) throws -> T) async throws -> T {
-        let value = try await read { connection in try connection.transaction { try body(connection) } }
-        localCommits += 1
-        return value
+        try await read { connection in try connection.transaction { try body(connection) } }
     }
 
     /// Runs `body`; cancellation interrupts the statement it runs. SQLite errors become ``TaskStoreError``s.

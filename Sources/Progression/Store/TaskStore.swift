@@ -44,10 +44,18 @@ public protocol TaskStore: Sendable {
 
     /// Takes roots (and their trees) held by none of the live owners: unowned, or held by one of `fromOwners`, whose
     /// status is one of `statuses` (compare-and-set on owner and status, so a task that finished meanwhile stays as
-    /// it is), by priority then age, at most `limit`. Returns the claimed roots as they were before the claim.
+    /// it is), by priority then age, at most `limit`. With `kinds`, only jobs of those kinds and closure tasks (no
+    /// kind) are taken. Returns the claimed roots as they were before the claim.
     func claimRoots(
-        heldBy fromOwners: [String?], statuses: Set<TaskStatus>, newOwner: String, limit: Int, now: Date
+        heldBy fromOwners: [String?], statuses: Set<TaskStatus>, kinds: Set<String>?, newOwner: String, limit: Int,
+        now: Date
     ) async throws -> [TaskRecord]
+
+    /// Gives every node of a root's tree to `newOwner` when the root's status is one of `statuses` and its owner is
+    /// `owner` (compare-and-set). Returns whether it did.
+    func transferTree(
+        of rootID: String, ifStatusIn statuses: Set<TaskStatus>, from owner: String?, to newOwner: String?
+    ) async throws -> Bool
 
     /// Deletes a task, every node below it and their history. Returns how many tasks were deleted.
     func deleteTree(of id: String) async throws -> Int

@@ -209,7 +209,8 @@ struct TaskStoreTests {
         try await store.insert([old, urgent, done, alive, child], events: [])
 
         let claimed = try await store.claimRoots(
-            heldBy: ["dead", nil], statuses: [.pending, .running, .paused], newOwner: "me", limit: 10, now: Date())
+            heldBy: ["dead", nil], statuses: [.pending, .running, .paused], kinds: nil, newOwner: "me", limit: 10,
+            now: Date())
         #expect(claimed.map(\.id) == ["urgent", "old"])
         #expect(claimed.map(\.ownerID) == [nil, "dead"])
         #expect(try await store.task(id: "old")?.ownerID == "me")
@@ -217,8 +218,16 @@ struct TaskStoreTests {
         #expect(try await store.task(id: "done")?.ownerID == "dead")
         #expect(try await store.task(id: "alive")?.ownerID == "alive")
         let again = try await store.claimRoots(
-            heldBy: ["dead", nil], statuses: [.pending, .running], newOwner: "other", limit: 10, now: Date())
+            heldBy: ["dead", nil], statuses: [.pending, .running], kinds: nil, newOwner: "other", limit: 10, now: Date())
         #expect(again.isEmpty)
+
+        let job = makeRecord(id: "job", status: .pending, kind: "export")
+        let foreign = makeRecord(id: "foreign", status: .pending, kind: "unknown")
+        try await store.insert([job, foreign], events: [])
+        let jobs = try await store.claimRoots(
+            heldBy: [nil], statuses: [.pending], kinds: ["export"], newOwner: "me", limit: 10, now: Date())
+        #expect(jobs.map(\.id) == ["job"])
+        #expect(try await store.task(id: "foreign")?.ownerID == nil)
     }
 
     @Test(arguments: StoreKind.allCases)
