@@ -112,28 +112,13 @@ package final class SQLiteConnection {
             SQLiteError(code: code, message: message, path: path)
         }
         var info = stat()
-        let exists = stat(path, &info) == 0
+        var exists = stat(path, &info) == 0
         let directory = parentDirectory(of: path)
         if !exists {
-            guard !options.readOnly, options.create else {
-                throw fail(SQLITE_CANTOPEN, "the database file does not exist")
-            }
-            var directoryInfo = stat()
-            guard stat(directory, &directoryInfo) == 0, (directoryInfo.st_mode & S_IFMT) == S_IFDIR else {
-                throw fail(SQLITE_CANTOPEN, "the directory '\(directory)' does not exist")
-            }
-            guard isWritable(directory, mode: directoryInfo.st_mode) else {
-                throw fail(SQLITE_READONLY, "the directory '\(directory)' is not writable")
-            }
-            // Create the file ourselves so that it gets mode 0600: SQLite gives the -wal and -shm files the mode of
-            // the database file.
-            let descriptor = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-            if descriptor < 0 {
-                let reason = String(cString: strerror(errno))
-                throw fail(SQLITE_CANTOPEN, "cannot create the database file: \(reason)")
-            }
-            Glibc.close(descriptor)
-            return
+            exists = try createFile(path: path, directory: directory, options: options, fail: fail)
+            guard exists else { return }
+            // Another process created it first: check it as an existing file.
+            guard stat(path, &info) == 0 else { throw fail(SQLITE_CANTOPEN, "the database file vanished") }
         }
         guard (info.st_mode & S_IFMT) == S_IFREG else {
             throw fail(SQLITE_CANTOPEN, "not a regular file")
@@ -148,6 +133,31 @@ package final class SQLiteConnection {
             }
         }
         try checkHeader(path: path, size: Int64(info.st_size), fail: fail)
+    }
+
+    /// Creates the database file with mode 0600 (SQLite gives the -wal and -shm files the mode of the database file).
+    /// Returns `true` when another process created it first.
+    private static func createFile(
+        path: String, directory: String, options: SQLiteConnectionOptions, fail: (Int32, String) -> SQLiteError
+    ) throws -> Bool {
+        guard !options.readOnly, options.create else {
+            throw fail(SQLITE_CANTOPEN, "the database file does not exist")
+        }
+        var directoryInfo = stat()
+        guard stat(directory, &directoryInfo) == 0, (directoryInfo.st_mode & S_IFMT) == S_IFDIR else {
+            throw fail(SQLITE_CANTOPEN, "the directory '\(directory)' does not exist")
+        }
+        guard isWritable(directory, mode: directoryInfo.st_mode) else {
+            throw fail(SQLITE_READONLY, "the directory '\(directory)' is not writable")
+        }
+        let descriptor = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        if descriptor < 0 {
+            if errno == EEXIST { return true }
+            let reason = String(cString: strerror(errno))
+            throw fail(SQLITE_CANTOPEN, "cannot create the database file: \(reason)")
+        }
+        Glibc.close(descriptor)
+        return false
     }
 
     /// A file or directory is writable when the process may write it and someone may: a file whose mode has no write
@@ -165,7 +175,8 @@ package final class SQLiteConnection {
     /// Reads the 100-byte header: the magic string, and the size the header records against the file's size (a
     /// truncated file). A file shorter than a header is left to SQLite (an empty file is a new database).
     private static func checkHeader(path: String, size: Int64, fail: (Int32, String) -> SQLiteError) throws {
-        guard size > 0 else { return }
+        // A file shorter than the header is new (or being created by another process), or SQLite refuses it.
+        guard size >= 100 else { return }
         let descriptor = open(path, O_RDONLY | O_CLOEXEC)
         guard descriptor >= 0 else { return }
         defer { Glibc.close(descriptor) }

@@ -257,7 +257,9 @@ final class ExecutionGraph: Sendable {
                 node.record.weight = weight
                 Self.prepareRerun(node)
             } else {
-                var options = options ?? parent.record.options
+                // By default a child takes its parent's cancel, pause and retry rights; the parent's timeout already
+                // covers the subtree, and automatic retries are for roots.
+                var options = options ?? parent.record.options.with { $0.timeout = nil }
                 options.retryPolicy = nil
                 let record = TaskRecord(
                     id: id(), parentID: parent.record.id, rootID: parent.record.rootID, name: name,

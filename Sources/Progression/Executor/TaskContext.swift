@@ -32,7 +32,8 @@ public protocol TaskContext: AnyObject, Sendable {
     /// - Parameters:
     ///   - weight: the subtask's share of the parent's progress, relative to its siblings (see ``ExecutionGraph``'s
     ///     rule in the README).
-    ///   - options: the subtask's own options (a timeout, say); by default the parent's, without automatic retries.
+    ///   - options: the subtask's own options (a timeout, say); by default the parent's cancel, pause and retry
+    ///     rights, without its timeout (which covers the subtree already) or automatic retries.
     /// - Throws: ``ProgressionError/subtaskFailed(name:underlying:)`` when the subtask fails or is cancelled on its
     ///   own; `CancellationError` when the parent is cancelled.
     func push(

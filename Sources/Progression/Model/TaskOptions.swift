@@ -54,7 +54,7 @@ public struct TaskOptions: Sendable, Hashable, Codable {
     }
     public func priority(_ value: Int) -> TaskOptions { with { $0.priority = value } }
 
-    private func with(_ change: (inout TaskOptions) -> Void) -> TaskOptions {
+    func with(_ change: (inout TaskOptions) -> Void) -> TaskOptions {
         var copy = self
         change(&copy)
         return copy

@@ -57,9 +57,35 @@ public actor SQLiteTaskStore: TaskStore {
         options.busyTimeout = configuration.busyTimeout
         options.synchronous = configuration.synchronous == .full ? .full : .normal
         do {
+            connection = try Self.openRetryingBusy(path: path, options: options, readOnly: configuration.readOnly)
+        } catch let error as SQLiteError {
+            throw Self.storeError(error, path: path)
+        }
+    }
+
+    /// Opens and migrates the database. Two processes opening a new file at once can meet SQLite's deadlock
+    /// avoidance (`SQLITE_BUSY` without waiting) while one switches it to WAL or migrates it: the open is tried again
+    /// until the busy timeout runs out.
+    private static func openRetryingBusy(
+        path: String, options: SQLiteConnectionOptions, readOnly: Bool
+    ) throws -> SQLiteConnection {
+        let deadline = ContinuousClock.now + options.busyTimeout
+        while true {
+            do {
+                return try openAndMigrate(path: path, options: options, readOnly: readOnly)
+            } catch let error as SQLiteError where error.code.primary == SQLiteError.busy && ContinuousClock.now < deadline {
+                usleep(20_000)
+            }
+        }
+    }
+
+    private static func openAndMigrate(
+        path: String, options: SQLiteConnectionOptions, readOnly: Bool
+    ) throws -> SQLiteConnection {
+        do {
             let connection = try SQLiteConnection(path: path, options: options)
             let migrator = SQLiteMigrator(migrations: SQLiteMigration.embedded)
-            if configuration.readOnly {
+            if readOnly {
                 let pending = try migrator.pendingMigrations(in: connection)
                 guard pending.isEmpty else {
                     throw TaskStoreError(
@@ -69,9 +95,7 @@ public actor SQLiteTaskStore: TaskStore {
             } else {
                 try migrator.migrate(connection, now: Date().storedMilliseconds)
             }
-            self.connection = connection
-        } catch let error as SQLiteError {
-            throw Self.storeError(error, path: path)
+            return connection
         }
     }
 

@@ -179,18 +179,16 @@ struct TaskExecutorTests {
     @Test func aTimeoutDoesNotTickWhilePaused() async throws {
         let directory = try TemporaryDirectory()
         let executor = try makeExecutor(.memory, in: directory)
-        let reported = Gate(), paused = Gate()
-        let id = try await executor.addTask(name: "root", options: TaskOptions.interactive.timeout(.milliseconds(400))) {
+        let paused = Gate()
+        let id = try await executor.addTask(name: "root", options: TaskOptions.interactive.timeout(.seconds(2))) {
             context in
-            try await context.report(.progress(0.1))
-            reported.open()
-            await paused.wait()
+            // Pause at once (from the task itself, so that a loaded machine cannot delay the pause past the timeout).
+            try await executor.pause(taskID: context.taskID)
+            paused.open()
             try await context.report(.progress(0.5))  // waits here while paused
         }
-        await reported.wait()
-        try await executor.pause(taskID: id)
-        paused.open()
-        try await Task.sleep(for: .milliseconds(800))  // twice the timeout, paused
+        await paused.wait()
+        try await Task.sleep(for: .milliseconds(2500))  // longer than the timeout, paused
         #expect(await executor.snapshot(of: id)?.status == .paused)
         try await executor.resume(taskID: id)
         #expect(try await executor.finished(id).status == .completed)

@@ -1,0 +1,234 @@
+import Foundation
+import Progression
+import Testing
+
+/// Crash recovery, with real processes killed with SIGKILL (the crash-test worker).
+@Suite(.serialized)
+struct RecoveryTests {
+    let directory: TemporaryDirectory
+    let db: String
+    let ledger: LedgerFile
+
+    init() throws {
+        directory = try TemporaryDirectory()
+        db = directory.file("jobs.sqlite")
+        ledger = LedgerFile(path: directory.file("ledger.txt"))
+    }
+
+    func store() throws -> SQLiteTaskStore { try SQLiteTaskStore(path: db) }
+
+    func worker(_ arguments: [String]) throws -> WorkerProcess {
+        try WorkerProcess(db: db, ledger: ledger.path, arguments)
+    }
+
+    @Test func aKilledJobResumesSkippingCompletedStepsFromItsCheckpoint() async throws {
+        let first = try worker(["--submit-batch", "1", "--iterations", "40", "--delay", "20"])
+        try await waitUntil("the loop to pass a few checkpoints") {
+            ledger.lines.filter { $0.hasPrefix("ckpt ") }.count >= 3
+        }
+        first.kill()
+        try await first.waitForExit()
+        let job = try #require(try await store().roots(TaskQuery(kind: "batch")).first)
+        #expect(job.status == .running)
+
+        let second = try worker(["--exit-when-idle"])
+        #expect(try await second.waitForExit() == 0)
+        let done = try #require(try await store().task(id: job.id))
+        #expect(done.status == .completed)
+        #expect(done.attempt == 1, "a crash is not a new attempt")
+        #expect(done.interruptions == 1)
+        for step in ["step-0", "step-1", "step-2", "parallel-left", "parallel-right"] {
+            #expect(ledger.count("begin \(job.id) \(step)") == 1, "\(step) ran again after its completion")
+        }
+        // The stored results of the skipped steps were returned: 0 + 10 + 20 + 4 + 5.
+        #expect(ledger.count("done \(job.id) 39") == 1)
+        let resume = try #require(ledger.lines.first { $0.hasPrefix("resume \(job.id) ") })
+        let resumedAt = try #require(Int(resume.split(separator: " ")[2]))
+        #expect(resumedAt > 3, "the loop resumed after its checkpoint")
+        let kinds = try await store().events(of: job.id, after: nil, limit: 1000).map(\.kind)
+        #expect(kinds.contains(.interrupted) && kinds.contains(.recovered))
+    }
+
+    @Test func aPausedJobComesBackPausedAfterARestart() async throws {
+        let first = try worker(["--submit-sleeper", "sleeper", "--pause-when-running", "sleeper"])
+        try await waitUntil("the pause") { ledger.count("paused sleeper") == 1 }
+        let before = try #require(try await store().task(id: "sleeper"))
+        #expect(before.status == .paused)
+        first.kill()
+        try await first.waitForExit()
+
+        let second = try worker([])
+        defer { second.kill() }
+        try await waitUntil("the new worker to claim it") {
+            let owner = try await store().task(id: "sleeper")?.ownerID
+            return owner != nil && owner != before.ownerID
+        }
+        let after = try #require(try await store().task(id: "sleeper"))
+        #expect(after.status == .paused)
+        #expect(after.interruptions == 0, "a paused task was not running")
+    }
+
+    @Test func aRunningClosureTaskFailsAsInterrupted() async throws {
+        let first = try worker(["--closure-sleeper", "closure"])
+        try await waitUntil("the closure task to run") { ledger.count("closure closure running") == 1 }
+        first.kill()
+        try await first.waitForExit()
+
+        let second = try worker([])
+        defer { second.kill() }
+        try await waitUntil("the closure task to fail") { try await store().task(id: "closure")?.status == .failed }
+        let failed = try #require(try await store().task(id: "closure"))
+        #expect(failed.errorDescription?.contains("interrupted") == true)
+        #expect(failed.interruptions == 1)
+    }
+
+    @Test func aJobKillingItsOwnProcessFailsAfterTheSetNumberOfInterruptions() async throws {
+        var starts = 0
+        while starts < 10 {
+            starts += 1
+            let process = try worker(["--submit-suicide", "suicide", "--max-interruptions", "2", "--exit-when-idle"])
+            if try await process.waitForExit() == 0 { break }
+        }
+        let failed = try #require(try await store().task(id: "suicide"))
+        #expect(failed.status == .failed)
+        #expect(failed.interruptions == 3)
+        #expect(failed.errorDescription?.contains("interrupted 3 times") == true)
+        #expect(ledger.count("suicide suicide") == 3)
+        #expect(starts == 4)
+    }
+
+    @Test func aGracefulShutdownLeavesTheTaskPendingAndTheNextStartCompletesIt() async throws {
+        let first = try worker(["--service", "--submit-sleeper", "sleeper", "--ticks", "300"])
+        try await waitUntil("the job to run a while") {
+            (try await store().task(id: "sleeper")?.checkpoint) != nil
+        }
+        first.kill(SIGTERM)
+        #expect(try await first.waitForExit() == 0)
+        #expect(ledger.count("worker stopped gracefully") == 1)
+        let stopped = try #require(try await store().task(id: "sleeper"))
+        #expect(stopped.status == .pending)
+        #expect(stopped.ownerID == nil)
+        #expect(stopped.interruptions == 0)
+
+        let second = try worker(["--exit-when-idle"])
+        #expect(try await second.waitForExit() == 0)
+        let done = try #require(try await store().task(id: "sleeper"))
+        #expect(done.status == .completed)
+        #expect(ledger.contains(prefix: "sleeper sleeper running from ") && ledger.count("sleeper sleeper running from 0") == 1)
+    }
+
+    @Test func twoExecutorsOnOneDatabaseNeverRunTheSameTask() async throws {
+        let arguments = ["--submit-batch", "24", "--iterations", "5", "--delay", "5", "--exit-when-idle", "--concurrency", "4"]
+        let workers = try [worker(arguments), worker(arguments)]
+        for worker in workers {
+            #expect(try await worker.waitForExit() == 0)
+        }
+        let jobs = try await store().roots(TaskQuery(kind: "batch"))
+        #expect(jobs.count == 24)
+        #expect(jobs.allSatisfy { $0.status == .completed })
+        for job in jobs {
+            #expect(ledger.count("begin \(job.id) step-0") == 1, "\(job.id) ran twice")
+            #expect(ledger.count("done \(job.id) 39") == 1)
+        }
+    }
+
+    @Test func aControlRequestOfAnotherProcessIsAppliedWithinASecond() async throws {
+        let service = try worker(["--submit-sleeper", "sleeper"])
+        defer { service.kill() }
+        let store = try self.store()
+        try await waitUntil("the job to run") { try await store.task(id: "sleeper")?.status == .running }
+        let owner = try #require(try await store.task(id: "sleeper")?.ownerID)
+        for (action, status) in [(ControlRequest.Action.pause, TaskStatus.paused), (.resume, .running), (.cancel, .cancelled)] {
+            let clock = ContinuousClock()
+            let start = clock.now
+            let id = try await store.addControlRequest(
+                ControlRequest(taskID: "sleeper", action: action, ownerID: owner, requestedAt: Date()))
+            try await waitUntil("\(action) to be handled", timeout: .seconds(5)) {
+                try await store.controlRequest(id: id)?.handledAt != nil
+            }
+            #expect(clock.now - start < .seconds(1), "\(action) took \(clock.now - start)")
+            #expect(try await store.controlRequest(id: id)?.outcome == "applied")
+            try await waitUntil("the task to be \(status)") { try await store.task(id: "sleeper")?.status == status }
+        }
+        let refused = try await store.addControlRequest(
+            ControlRequest(taskID: "missing", action: .pause, ownerID: owner, requestedAt: Date()))
+        try await waitUntil("the refusal") { try await store.controlRequest(id: refused)?.handledAt != nil }
+        #expect(try await store.controlRequest(id: refused)?.outcome?.hasPrefix("refused: No task with id") == true)
+    }
+}
+
+/// Restarts and races in one process: retry after a restart, and claims racing with a completion.
+struct RestartTests {
+    struct Input: Codable, Sendable {}
+    struct Flaky: Error {}
+
+    @Test func aFailedRetryableJobIsRetryableAfterARestart() async throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.file("jobs.sqlite")
+        let first = try TaskExecutor(path: path)
+        await first.register("flaky", input: Input.self, options: TaskOptions.default.retryable()) { _, _ in throw Flaky() }
+        try await first.start()
+        let id = try await first.submit("flaky", input: Input())
+        _ = try await first.finished(id)
+        await first.shutdown()
+
+        let second = try TaskExecutor(path: path)
+        await second.register("flaky", input: Input.self, options: TaskOptions.default.retryable()) { _, context in
+            try await context.report(.progress(1))
+        }
+        try await second.start()
+        #expect(await second.snapshot(of: id) == nil, "finished tasks are not loaded at start")
+        try await second.retry(taskID: id)
+        await second.waitForTask(id)
+        let snapshot = try #require(await second.snapshot(of: id))
+        #expect(snapshot.status == .completed && snapshot.attempt == 2)
+        await second.shutdown()
+        #expect(try await SQLiteTaskStore(path: path).task(id: id)?.status == .completed)
+    }
+
+    @Test func aTaskThatCompletesWhileASecondExecutorClaimsItStaysCompleted() async throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.file("race.sqlite")
+        let store = try SQLiteTaskStore(path: path)
+        // A ghost owner on this host whose process is gone, holding 300 running jobs.
+        let now = Date()
+        try await store.saveOwner(
+            OwnerRecord(id: "ghost", host: OwnerRecord.currentHost, pid: 999_999_999, startedAt: now, heartbeatAt: now))
+        let records = (0..<300).map { index in
+            TaskRecord(
+                id: "job-\(index)", name: "job", kind: "noop", input: Data("{}".utf8), status: .running,
+                ownerID: "ghost", createdAt: now, startedAt: now)
+        }
+        try await store.insert(records, events: [])
+
+        let ran = Recorder<String>()
+        var configuration = TaskExecutor.Configuration()
+        configuration.completedTaskVisibility = .seconds(600)
+        let executor = TaskExecutor(store: try SQLiteTaskStore(path: path), configuration: configuration)
+        await executor.register("noop", input: Input.self) { _, context in ran.append(context.taskID) }
+        // The ghost completes its jobs (compare-and-set on status and owner) while the executor claims them.
+        let completer = Task {
+            var completedByGhost: [String] = []
+            for var record in records {
+                record.status = .completed
+                record.finishedAt = Date()
+                if try await store.update(record, ifStatusIn: [.running], ownerIs: "ghost", events: []) {
+                    completedByGhost.append(record.id)
+                }
+            }
+            return completedByGhost
+        }
+        try await executor.start()
+        let completedByGhost = Set(try await completer.value)
+        try await waitUntil("every job to be completed") {
+            try await store.roots(TaskQuery(statuses: [.completed], limit: 1000)).count == 300
+        }
+        let ranByExecutor = Set(ran.all)
+        #expect(completedByGhost.isDisjoint(with: ranByExecutor), "a completed job was claimed and run again")
+        #expect(completedByGhost.union(ranByExecutor).count == 300)
+        for id in completedByGhost {
+            #expect(try await store.task(id: id)?.ownerID == "ghost")
+        }
+        await executor.shutdown()
+    }
+}
