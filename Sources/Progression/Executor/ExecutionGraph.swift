@@ -130,7 +130,7 @@ final class ExecutionGraph: Sendable {
         var publishedVersion: Int64 = -1
         /// Someone waits for a commit: the writer skips its batching window.
         var urgent = false
-        var windowSleeper: Task<Void, Never>?
+        var windowWaiter: CheckedContinuation<Void, Never>?
     }
 
     private let state = Mutex(State())
@@ -335,14 +335,14 @@ final class ExecutionGraph: Sendable {
     func report(_ handle: NodeHandle, _ progress: TaskProgress, now: Date) -> (paused: Bool, backlogged: Bool) {
         let outcome: (paused: Bool, backlogged: Bool, wake: Bool) = state.withLock { state in
             guard let node = state.nodes[handle], !node.removed else { return (false, false, false) }
-            var wake = false
+            // The writer sleeps while nothing is dirty: wake it when this report makes the first change.
+            let wasIdle = state.dirtyNodes.isEmpty && state.events.isEmpty
             if let name = progress.name, name != node.record.step {
                 node.record.step = name
                 state.events.append(
                     TaskEvent(
                         taskID: node.record.id, rootID: node.record.rootID, kind: .step, at: now,
                         attempt: node.record.attempt, progress: node.record.progress, message: name))
-                wake = true
             }
             if let fraction = progress.fraction {
                 node.ownFraction = fraction
@@ -353,9 +353,8 @@ final class ExecutionGraph: Sendable {
                 Self.recompute(node, state: &state)
             }
             node.record.updatedAt = now
-            if node.dirty == .clean { wake = true }
             Self.markDirty(node, .progress, state: &state)
-            return (node.isPaused, state.events.count >= eventBacklogLimit, wake)
+            return (node.isPaused, state.events.count >= eventBacklogLimit, wasIdle)
         }
         if outcome.wake { wakeWriter(urgent: false) }
         return (outcome.paused, outcome.backlogged)
@@ -651,29 +650,40 @@ final class ExecutionGraph: Sendable {
     /// Wakes the writer; `urgent` (someone waits for a commit) also cuts its batching window short.
     func wakeWriter(urgent: Bool) {
         if urgent {
-            let sleeper = state.withLock { state in
+            let waiter = state.withLock { state in
                 state.urgent = true
-                return state.windowSleeper
+                defer { state.windowWaiter = nil }
+                return state.windowWaiter
             }
-            sleeper?.cancel()
+            waiter?.resume()
         }
         writerWake.yield()
     }
 
     /// The writer's batching window: waits `window` for more changes to gather, unless someone waits for a commit.
+    /// The timer is a dispatch timer, so the window ends on time even while task code keeps every thread of Swift's
+    /// cooperative pool busy.
     func batchingWindow(_ window: Duration) async {
-        let sleeper = Task<Void, Never> { _ = try? await Task.sleep(for: window) }
-        let urgent = state.withLock { state in
-            if state.urgent || !state.commitWaiters.isEmpty { return true }
-            state.windowSleeper = sleeper
-            return false
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let now = state.withLock { state -> Bool in
+                if state.urgent || !state.commitWaiters.isEmpty { return true }
+                state.windowWaiter = continuation
+                return false
+            }
+            if now {
+                continuation.resume()
+                return
+            }
+            let nanoseconds = window.components.seconds * 1_000_000_000 + window.components.attoseconds / 1_000_000_000
+            DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Int(nanoseconds))) { [self] in
+                let waiter = state.withLock { state in
+                    defer { state.windowWaiter = nil }
+                    return state.windowWaiter
+                }
+                waiter?.resume()
+            }
         }
-        if urgent { sleeper.cancel() }
-        await sleeper.value
-        state.withLock { state in
-            state.windowSleeper = nil
-            state.urgent = false
-        }
+        state.withLock { $0.urgent = false }
     }
 
     var pendingWork: Bool {

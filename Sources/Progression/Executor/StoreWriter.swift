@@ -1,39 +1,65 @@
 import Foundation
+import ProgressionSQLite
 
-extension ExecutionEngine {
-    /// The one writer: waits for changes, lets them gather for the batching window (skipped when someone waits for a
-    /// commit), and stores every dirty node's latest state with the queued events in one transaction. Returns when
-    /// the graph closes.
-    func runWriter() async {
-        let window = configuration.writeWindow
-        let sampleInterval = configuration.progressSampleInterval.seconds
+/// The one writer of an executor. It runs on a serial executor of its own (a dispatch queue), so that task code that
+/// reports in a tight loop, keeping every thread of Swift's cooperative pool busy, cannot starve it: the store keeps
+/// up within the write window.
+actor StoreWriter {
+    private let engine: ExecutionEngine
+    private let queue = DispatchSerialExecutor(label: "progression.writer")
+
+    nonisolated var unownedExecutor: UnownedSerialExecutor { queue.asUnownedSerialExecutor() }
+
+    init(engine: ExecutionEngine) {
+        self.engine = engine
+    }
+
+    /// Waits for changes, lets them gather for the batching window (skipped when someone waits for a commit), and
+    /// stores every dirty node's latest state with the queued events in one transaction; one batch per window.
+    /// Returns when the graph closes, after storing what is left.
+    func run() async {
+        let graph = engine.graph
+        let window = engine.configuration.writeWindow
+        let sampleInterval = engine.configuration.progressSampleInterval.seconds
+        var failures = 0
         for await _ in graph.writerSignals {
             await graph.batchingWindow(window)
-            await writePending(sampleInterval: sampleInterval)
+            guard let (batch, sequence) = graph.takeBatch(
+                now: ExecutionEngine.now(), sampleInterval: sampleInterval, owner: engine.ownerID)
+            else { continue }
+            if await write(batch, upTo: sequence) {
+                failures = 0
+            } else {
+                // Queued again by `failed`; back off, then the loop takes it again.
+                failures += 1
+                try? await Task.sleep(for: .milliseconds(min(1000, 50 * failures)))
+                graph.wakeWriter(urgent: false)
+            }
+            if graph.pendingWork { graph.wakeWriter(urgent: false) }
         }
         // Closing: store what is left.
-        await writePending(sampleInterval: sampleInterval)
-    }
-
-    /// Writes batches until nothing is left. A failed batch is queued again (and its waiters learn the error) after a
-    /// pause, so that a transient fault (a busy database) does not lose writes.
-    func writePending(sampleInterval: TimeInterval) async {
-        var failures = 0
-        while let (batch, sequence) = graph.takeBatch(now: Self.now(), sampleInterval: sampleInterval, owner: ownerID) {
-            do {
-                let result = try await store.apply(batch)
-                graph.committed(upTo: sequence)
-                failures = 0
-                if !result.rejectedTaskIDs.isEmpty { leaseLost(result.rejectedTaskIDs) }
-            } catch {
-                graph.failed(batch, error: error)
-                failures += 1
-                if failures > 3 { return }  // retried at the next wake
-                try? await Task.sleep(for: .milliseconds(50 * failures))
-            }
+        while let (batch, sequence) = graph.takeBatch(
+            now: ExecutionEngine.now(), sampleInterval: sampleInterval, owner: engine.ownerID)
+        {
+            guard await write(batch, upTo: sequence) else { break }
         }
     }
 
+    /// Stores one batch; on failure its content is queued again and its waiters learn the error.
+    private func write(_ batch: TaskBatch, upTo sequence: Int64) async -> Bool {
+        do {
+            let result = try await engine.store.apply(batch)
+            engine.graph.committed(upTo: sequence)
+            if !result.rejectedTaskIDs.isEmpty { engine.leaseLost(result.rejectedTaskIDs) }
+            return true
+        } catch {
+            engine.graph.failed(batch, error: error)
+            return false
+        }
+    }
+}
+
+extension ExecutionEngine {
     /// Another owner holds these tasks now: stop their code here without writing anything more for them.
     func leaseLost(_ ids: [String]) {
         for id in ids {

@@ -12,7 +12,8 @@ extension TaskExecutor {
         try await store.saveOwner(ownerRecord(heartbeatAt: ExecutionEngine.now()))
         let engine = engine
         let publisher = publisherForLoops
-        backgroundTasks.append(Task.detached { await engine.runWriter() })
+        let writer = StoreWriter(engine: engine)
+        backgroundTasks.append(Task.detached { await writer.run() })
         backgroundTasks.append(Task.detached { await engine.runPublisher(publisher) })
         backgroundTasks.append(Task.detached { [weak self] in await self?.maintain() })
         backgroundTasks.append(Task.detached { [weak self] in await self?.pollControlRequests() })

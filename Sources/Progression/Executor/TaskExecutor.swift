@@ -267,12 +267,11 @@ public actor TaskExecutor {
         guard record.options.canRetry else {
             throw ProgressionError.notRetryable(taskID: taskID, reason: "its options do not allow retries")
         }
-        if !record.status.isFinished {
-            guard engine.graph.stopReason(handle) != nil, let task = runs[handle]?.task else {
-                throw ProgressionError.notRetryable(taskID: taskID, reason: "it is \(record.status)")
-            }
-            await task.value  // a cancellation is under way: let it end
+        if !record.status.isFinished, engine.graph.stopReason(handle) == nil {
+            throw ProgressionError.notRetryable(taskID: taskID, reason: "it is \(record.status)")
         }
+        // Let the previous run end, its bookkeeping included (a cancellation may be under way).
+        await runs[handle]?.task?.value
         guard let current = engine.graph.record(handle), current.status == .failed || current.status == .cancelled else {
             let status = engine.graph.record(handle)?.status ?? record.status
             throw ProgressionError.notRetryable(taskID: taskID, reason: "it is \(status)")

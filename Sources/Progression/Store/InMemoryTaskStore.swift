@@ -18,8 +18,16 @@ public actor InMemoryTaskStore: TaskStore {
         var byRoot: [String: Set<String>] = [:]
         /// Children written in the running transaction, whose parent must exist when it commits (a deferred key).
         var parentChecks: [TaskRecord] = []
+        /// The tasks the running transaction touched, as they were before it (`nil`: absent): its undo log.
+        var journal: [String: (record: TaskRecord?, sequence: Int?)] = [:]
+
+        /// Notes a task's state before the running transaction first changes it.
+        mutating func remember(_ id: String) {
+            if journal[id] == nil { journal[id] = (tasks[id], sequence[id]) }
+        }
 
         mutating func remove(_ id: String) {
+            remember(id)
             guard let task = tasks.removeValue(forKey: id) else { return }
             sequence[id] = nil
             if let parent = task.parentID { children[ChildKey(parent: parent, name: task.name, occurrence: task.occurrence)] = nil }
@@ -107,7 +115,10 @@ public actor InMemoryTaskStore: TaskStore {
                 .prefix(max(0, limit))
             let roots = Set(claimed.map(\.id))
             for root in roots {
-                for id in state.byRoot[root] ?? [] { state.tasks[id]?.ownerID = newOwner }
+                for id in state.byRoot[root] ?? [] {
+                    state.remember(id)
+                    state.tasks[id]?.ownerID = newOwner
+                }
             }
             return Array(claimed)
         }
@@ -120,7 +131,10 @@ public actor InMemoryTaskStore: TaskStore {
             guard let root = state.tasks[rootID], root.isRoot, statuses.contains(root.status), root.ownerID == owner else {
                 return false
             }
-            for id in state.byRoot[rootID] ?? [] { state.tasks[id]?.ownerID = newOwner }
+            for id in state.byRoot[rootID] ?? [] {
+                state.remember(id)
+                state.tasks[id]?.ownerID = newOwner
+            }
             return true
         }
     }
@@ -247,19 +261,39 @@ public actor InMemoryTaskStore: TaskStore {
 
     // MARK: Rules
 
-    /// Runs `body` on a copy of the state and keeps the copy only if it returns: a transaction.
+    /// Runs `body` as a transaction: when it throws, the tasks it touched are put back as they were (an undo log,
+    /// so that a transaction costs what it changes, not the size of the store), and the events it added removed.
     private func transaction<T>(_ body: (inout State) throws -> T) throws -> T {
-        var copy = state
-        let value = try body(&copy)
-        for task in copy.parentChecks where copy.tasks[task.id] != nil {
-            guard let parent = task.parentID, copy.tasks[parent] != nil else {
-                throw TaskStoreError(.constraint, message: "parent '\(task.parentID ?? "")' of '\(task.id)' does not exist")
+        let eventCount = state.events.count
+        let controlCount = state.controls.count
+        let owners = state.owners
+        state.journal.removeAll(keepingCapacity: true)
+        state.parentChecks.removeAll(keepingCapacity: true)
+        do {
+            let value = try body(&state)
+            for task in state.parentChecks where state.tasks[task.id] != nil {
+                guard let parent = task.parentID, state.tasks[parent] != nil else {
+                    throw TaskStoreError(
+                        .constraint, message: "parent '\(task.parentID ?? "")' of '\(task.id)' does not exist")
+                }
             }
+            state.journal.removeAll(keepingCapacity: true)
+            state.changes += 1
+            return value
+        } catch {
+            let journal = state.journal
+            state.journal.removeAll()
+            for (id, before) in journal {
+                state.remove(id)
+                state.sequence[id] = before.sequence
+                if let record = before.record { Self.index(record, into: &state) }
+            }
+            state.journal.removeAll()
+            if state.events.count > eventCount { state.events.removeSubrange(eventCount...) }
+            if state.controls.count > controlCount { state.controls.removeSubrange(controlCount...) }
+            state.owners = owners
+            throw error
         }
-        copy.parentChecks.removeAll()
-        copy.changes += 1
-        state = copy
-        return value
     }
 
     /// Stores a record after checking what the SQLite schema checks.
@@ -306,6 +340,11 @@ public actor InMemoryTaskStore: TaskStore {
             state.sequence[task.id] = state.nextSequence
             state.nextSequence += 1
         }
+        index(task, into: &state)
+    }
+
+    /// Stores a record and its index entries.
+    private static func index(_ task: TaskRecord, into state: inout State) {
         state.tasks[task.id] = task
         if let parent = task.parentID {
             state.children[ChildKey(parent: parent, name: task.name, occurrence: task.occurrence)] = task.id
