@@ -15,6 +15,7 @@ let package = Package(
     products: [
         .library(name: "Progression", targets: ["Progression"]),
         .executable(name: "progressctl", targets: ["progressctl"]),
+        .executable(name: "progression-bench", targets: ["progression-bench"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -44,6 +45,12 @@ let package = Package(
                 "Progression",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "progression-bench",
+            dependencies: ["Progression", "ProgressionSQLite", "CSQLite"],
+            path: "Sources/progression-bench",
             swiftSettings: swiftSettings
         ),
         .testTarget(
