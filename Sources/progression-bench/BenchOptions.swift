@@ -21,8 +21,9 @@ struct BenchOptions: Sendable {
     var allowDebug = false
     /// Internal: run as a child process for one scenario (`rss`).
     var child: String?
-    /// Internal, for a child: how many tasks to run.
+    /// Internal, for a child: how many tasks to run, and how many in flight.
     var childTasks = 0
+    var childConcurrency = 8
 
     static let usage = """
         usage: progression-bench [--quick] [--json] [--only KEY[,KEY...]] [--data-dir DIR] [--repetitions N]
@@ -67,6 +68,11 @@ struct BenchOptions: Sendable {
                     throw BenchOptionError("--tasks needs a positive number")
                 }
                 childTasks = count
+            case "--concurrency":
+                guard let count = Int(try value(for: argument)), count > 0 else {
+                    throw BenchOptionError("--concurrency needs a positive number")
+                }
+                childConcurrency = count
             case "--help", "-h": throw BenchOptionError(nil)
             default: throw BenchOptionError("unknown option '\(argument)'")
             }

@@ -37,7 +37,7 @@ enum ProgressionBench {
         if let child = options.child {
             do {
                 switch child {
-                case "rss": try await ResidentMemory.runChild(tasks: max(1, options.childTasks))
+                case "rss": try await ResidentMemory.runChild(tasks: max(1, options.childTasks), concurrency: options.childConcurrency)
                 default: throw BenchFailure("unknown child '\(child)'")
                 }
                 exit(0)
