@@ -33,7 +33,7 @@ struct BenchOptions: Sendable {
           --json           print one JSON object (figures as numbers) instead of the table
           --only KEYS      run only the scenarios named, or those producing the given figure keys (comma-separated)
           --data-dir DIR   where the 1M-task list database is built once and reused (default .build/bench-data)
-          --repetitions N  A/B repetitions for the ratios (default 3, quick 1)
+          --repetitions N  A/B repetitions for the report ratios (default 5, quick 1)
           --allow-debug    run in a debug build anyway (the numbers mean nothing)
 
         Build it in release mode: swift run -c release progression-bench

@@ -26,7 +26,7 @@ struct BenchSizes: Sendable {
 
     /// The figures of issue 7.
     static let full = BenchSizes(
-        repetitions: 3, reportsOneTask: 1_000_000, manyTasks: 100, reportsPerManyTask: 10_000, writerRows: 20_000,
+        repetitions: 5, reportsOneTask: 1_000_000, manyTasks: 100, reportsPerManyTask: 10_000, writerRows: 20_000,
         writerBatchSize: 1_000, writerBatchesPerTrial: 200, writerTrials: 5, submittedTasks: 20_000,
         submitConcurrency: 8, listTasks: 1_000_000, listEventsPerTask: 10, rssTasks: 1_000_000,
         latencyReports: 200_000, latencyPushes: 5_000)

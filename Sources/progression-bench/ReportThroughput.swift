@@ -11,6 +11,13 @@ enum ReportThroughput {
     struct Run: Sendable {
         var reports: Int
         var elapsed: Duration
+        /// The part of `elapsed` spent in the final `flush()`.
+        var flush: Duration
+        /// Transactions the store committed while the reports ran (SQLite only: `changeCounter() >> 32`).
+        var commits: Int64?
+        /// The largest write-behind lag seen, in ms, and the number of samples, when watched (``CommitLagWatcher``).
+        var worstLag: Double?
+        var lagSamples = 0
         var reportsPerSecond: Double { Double(reports) / elapsed.inSeconds }
     }
 
@@ -55,7 +62,9 @@ enum ReportThroughput {
                 pair[kind] = result.reportsPerSecond
                 context.log(
                     "\(suffix) #\(repetition + 1) \(kind): \(FigureFormat.number(result.reportsPerSecond)) reports/s "
-                        + "(\(String(format1: result.elapsed.inMilliseconds, decimals: 1)) ms)")
+                        + "(\(String(format1: result.elapsed.inMilliseconds, decimals: 1)) ms, final flush "
+                        + "\(String(format1: result.flush.inMilliseconds, decimals: 1)) ms"
+                        + (result.commits.map { ", \($0) commits" } ?? "") + ")")
             }
             sqlite.append(pair[.sqlite]!)
             memory.append(pair[.memory]!)
@@ -78,7 +87,13 @@ enum ReportThroughput {
     /// One run: `tasks` tasks, each reporting `reportsPerTask` increasing fractions, on a fresh store of `kind`.
     ///
     /// - Throws: ``BenchFailure`` when a task did not complete or the store does not hold the last progress.
-    static func run(_ kind: StoreKind, tasks: Int, reportsPerTask: Int) async throws -> Run {
+    /// - Parameters:
+    ///   - yieldEvery: when positive, the task code calls `Task.yield()` after every `yieldEvery` reports (a
+    ///     diagnostic: it lets the writer run while more tasks than cooperative threads report without suspending).
+    ///   - watchLag: watch the write-behind lag with a ``CommitLagWatcher`` (SQLite only).
+    static func run(
+        _ kind: StoreKind, tasks: Int, reportsPerTask: Int, yieldEvery: Int = 0, watchLag: Bool = false
+    ) async throws -> Run {
         let scratch = try ScratchDirectory()
         defer { scratch.remove() }
         let opened = try kind.makeStore(in: scratch)
@@ -96,19 +111,34 @@ enum ReportThroughput {
                     let total = Double(reportsPerTask)
                     for report in 1...reportsPerTask {
                         try await context.report(.progress(Double(report) / total))
+                        if yieldEvery > 0, report % yieldEvery == 0 { await Task.yield() }
                     }
                 })
         }
         await ready.wait()
+        let commitsBefore = try await commitCount(opened.store)
+        let watcher = watchLag ? CommitLagWatcher(path: scratch.file("bench.sqlite")) : nil
+        watcher?.start()
         let begin = ContinuousClock.now
         start.arrive()
         await finished.wait()
+        let lag = await watcher?.stop()
+        let flushBegin = ContinuousClock.now
         try await executor.flush()
-        let elapsed = ContinuousClock.now - begin
+        let end = ContinuousClock.now
+        let elapsed = end - begin
+        let commits = try await commitCount(opened.store).map { $0 - (commitsBefore ?? 0) }
         try await verify(executor, store: opened.store, ids: ids)
         await executor.shutdown()
         await opened.close()
-        return Run(reports: tasks * reportsPerTask, elapsed: elapsed)
+        return Run(reports: tasks * reportsPerTask, elapsed: elapsed, flush: end - flushBegin, commits: commits,
+            worstLag: lag?.worst, lagSamples: lag?.samples ?? 0)
+    }
+
+    /// The number of transactions this process committed on a SQLite store (its change counter's high half).
+    static func commitCount(_ store: any TaskStore) async throws -> Int64? {
+        guard store is SQLiteTaskStore else { return nil }
+        return try await store.changeCounter() >> 32
     }
 
     /// Checks that every task completed and the store holds its final progress.

@@ -15,6 +15,7 @@ struct Scenario: Sendable {
         ReportThroughput.oneTask,
         ReportThroughput.manyTasks,
         StreamConsumerLag.scenario,
+        WriteBehindLag.scenario,
         WriterThroughput.scenario,
         ReportLatency.scenario,
         SubmitThroughput.scenario,
