@@ -30,7 +30,7 @@ struct BenchOptions: Sendable {
 
           --quick          reduced sizes (CI smoke run, < 1 minute): checks that every scenario runs and gives sane
                            numbers; exits non-zero only when a scenario fails or a figure is not finite and positive
-          --json           print one JSON object (figures as numbers) instead of the table
+          --json           print one JSON object (figures as numbers) on stdout; the table goes to stderr
           --only KEYS      run only the scenarios named, or those producing the given figure keys (comma-separated)
           --data-dir DIR   where the 1M-task list database is built once and reused (default .build/bench-data)
           --repetitions N  A/B repetitions for the report ratios (default 5, quick 1)

@@ -72,6 +72,7 @@ enum ProgressionBench {
 
         if options.json {
             do {
+                standardError(report.table())
                 print(try report.json())
             } catch {
                 standardError("progression-bench: cannot write JSON: \(error)")
