@@ -16,6 +16,7 @@ let package = Package(
         .library(name: "Progression", targets: ["Progression"]),
         .executable(name: "progressctl", targets: ["progressctl"]),
         .executable(name: "progression-crash-test", targets: ["progression-crash-test"]),
+        .executable(name: "progression-bench", targets: ["progression-bench"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -66,6 +67,13 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "tools/crash-test",
+            swiftSettings: swiftSettings
+        ),
+        // Measures the performance targets side by side in one run (release builds only); not part of `swift test`.
+        .executableTarget(
+            name: "progression-bench",
+            dependencies: ["Progression", "ProgressionSQLite", "CSQLite"],
+            path: "Sources/progression-bench",
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -1,0 +1,26 @@
+/// One benchmark scenario: a name (for `--only`), the figure keys it produces, and the code that measures them.
+struct Scenario: Sendable {
+    let name: String
+    /// Keys this scenario produces; `--only` selects a scenario by its name or any of these.
+    let keys: [String]
+    let run: @Sendable (BenchContext) async throws -> [Figure]
+
+    /// Whether `--only` (empty: everything) selects this scenario.
+    func isSelected(by only: Set<String>) -> Bool {
+        only.isEmpty || only.contains(name) || keys.contains(where: only.contains)
+    }
+
+    /// Every scenario, in the order they run: the report ratios first, while the machine is freshest.
+    static let all: [Scenario] = [
+        ReportThroughput.oneTask,
+        ReportThroughput.manyTasks,
+        StreamConsumerLag.scenario,
+        WriteBehindLag.scenario,
+        WriterThroughput.scenario,
+        ReportLatency.scenario,
+        SubmitThroughput.scenario,
+        RecoveryLatency.scenario,
+        ListLatency.scenario,
+        ResidentMemory.scenario,
+    ]
+}
