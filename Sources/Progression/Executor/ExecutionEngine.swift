@@ -223,7 +223,7 @@ final class ExecutionEngine: Sendable {
         try await graph.waitWhilePaused(parent)
         try Task.checkCancellation()
         let start = try graph.startChild(
-            of: parent, name: name, weight: weight, options: options, id: { UUID().uuidString }, now: Self.now(),
+            of: parent, name: name, weight: weight, options: options, id: { TaskIdentifier.make() }, now: Self.now(),
             canSkip: codec != nil)
         let child: NodeHandle
         switch start {

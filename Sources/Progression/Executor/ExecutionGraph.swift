@@ -80,12 +80,15 @@ final class Node {
 
     // Persistence.
     var dirty = Dirty.clean
+    /// Whether the node's row exists in the store (then changes are narrow updates, not inserts).
+    var stored: Bool
     var lastSampleAt: Date?
     var removed = false
 
-    init(handle: NodeHandle, record: TaskRecord, sequence: Int64) {
+    init(handle: NodeHandle, record: TaskRecord, sequence: Int64, stored: Bool = true) {
         self.handle = handle
         self.record = record
+        self.stored = stored
         committed = CommittedState(record, sequence: sequence)
     }
 
@@ -265,7 +268,7 @@ final class ExecutionGraph: Sendable {
                     id: id(), parentID: parent.record.id, rootID: parent.record.rootID, name: name,
                     occurrence: occurrence, options: options, status: .pending, weight: weight,
                     ownerID: parent.record.ownerID, priority: parent.record.priority, createdAt: now)
-                node = Node(handle: state.nextHandle, record: record, sequence: state.changeSequence)
+                node = Node(handle: state.nextHandle, record: record, sequence: state.changeSequence, stored: false)
                 state.nextHandle += 1
                 node.parent = parent
                 parent.children.append(node)
@@ -558,8 +561,11 @@ final class ExecutionGraph: Sendable {
             for node in state.dirtyNodes {
                 defer { node.dirty = .clean }
                 guard !node.removed else { continue }
-                if node.dirty == .full {
+                if !node.stored {
                     batch.records.append(node.record)
+                    node.stored = true
+                } else if node.dirty == .full {
+                    batch.updates.append(node.record)
                 } else {
                     batch.progress.append(
                         TaskProgressRecord(
@@ -613,6 +619,13 @@ final class ExecutionGraph: Sendable {
     func failed(_ batch: TaskBatch, error: any Error) {
         let waiters = state.withLock { state -> [CheckedContinuation<Void, any Error>] in
             for record in batch.records {
+                if let node = state.handles[record.id].flatMap({ state.nodes[$0] }), !node.removed {
+                    if node.dirty == .clean { state.dirtyNodes.append(node) }
+                    node.dirty = .full
+                    node.stored = false
+                }
+            }
+            for record in batch.updates {
                 if let node = state.handles[record.id].flatMap({ state.nodes[$0] }), !node.removed {
                     if node.dirty == .clean { state.dirtyNodes.append(node) }
                     node.dirty = .full

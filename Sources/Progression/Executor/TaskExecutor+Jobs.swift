@@ -58,7 +58,7 @@ extension TaskExecutor {
         if let idempotencyKey, let existing = try await store.root(kind: kind, idempotencyKey: idempotencyKey) {
             return existing.id
         }
-        let id = id ?? UUID().uuidString.lowercased()
+        let id = id ?? TaskIdentifier.make()
         guard engine.graph.handle(of: id) == nil else { throw ProgressionError.duplicateID(id) }
         let data = try JSONEncoder().encode(input)
         let now = ExecutionEngine.now()

@@ -82,7 +82,7 @@ public actor TaskExecutor {
     /// An executor on `store`.
     public init(store: any TaskStore, configuration: Configuration = .init()) {
         self.store = store
-        let ownerID = configuration.ownerID ?? UUID().uuidString.lowercased()
+        let ownerID = configuration.ownerID ?? TaskIdentifier.make()
         self.ownerID = ownerID
         engine = ExecutionEngine(store: store, ownerID: ownerID, configuration: configuration)
     }
@@ -126,7 +126,7 @@ public actor TaskExecutor {
         _ body: @escaping @Sendable (any TaskContext) async throws -> Void
     ) async throws -> String {
         try await startIfNeeded()
-        let id = id ?? UUID().uuidString.lowercased()
+        let id = id ?? TaskIdentifier.make()
         guard engine.graph.handle(of: id) == nil else { throw ProgressionError.duplicateID(id) }
         let now = ExecutionEngine.now()
         let record = TaskRecord(

@@ -71,6 +71,30 @@ public actor InMemoryTaskStore: TaskStore {
                 }
                 try Self.put(record, into: &state)
             }
+            for update in batch.updates {
+                guard var stored = state.tasks[update.id], batch.owner == nil || stored.ownerID == batch.owner else {
+                    rejected.append(update.id)
+                    continue
+                }
+                stored.status = update.status
+                stored.progress = update.progress
+                stored.step = update.step
+                stored.weight = update.weight
+                stored.attempt = update.attempt
+                stored.interruptions = update.interruptions
+                stored.errorType = update.errorType
+                stored.errorDescription = update.errorDescription
+                stored.result = update.result
+                stored.checkpoint = update.checkpoint
+                stored.ownerID = update.ownerID
+                stored.leaseExpiresAt = update.leaseExpiresAt
+                stored.priority = update.priority
+                stored.startedAt = update.startedAt
+                stored.updatedAt = update.updatedAt
+                stored.finishedAt = update.finishedAt
+                stored.nextAttemptAt = update.nextAttemptAt
+                try Self.put(stored, into: &state)
+            }
             for change in batch.progress {
                 guard var stored = state.tasks[change.id], batch.owner == nil || stored.ownerID == batch.owner else {
                     rejected.append(change.id)

@@ -38,6 +38,8 @@ public actor SQLiteTaskStore: TaskStore {
     private let connection: SQLiteConnection
     private let encoder: JSONEncoder
     private let decoder = JSONDecoder()
+    /// Tasks share a few option sets: their JSON is encoded once.
+    private var encodedOptions: [TaskOptions: String] = [:]
 
     public nonisolated var unownedExecutor: UnownedSerialExecutor { queue.asUnownedSerialExecutor() }
 
@@ -131,6 +133,13 @@ public actor SQLiteTaskStore: TaskStore {
                 let upsert = try connection.cachedStatement(Self.upsertSQL)
                 for record in batch.records {
                     try upsert.execute(try values(of: record) + [guardValue])
+                    if connection.changes == 0 { rejected.append(record.id) }
+                }
+            }
+            if !batch.updates.isEmpty {
+                let update = try connection.cachedStatement(Self.updateSQL)
+                for record in batch.updates {
+                    try update.execute(Self.mutableValues(of: record) + [.text(record.id), guardValue])
                     if connection.changes == 0 { rejected.append(record.id) }
                 }
             }
@@ -553,12 +562,41 @@ public actor SQLiteTaskStore: TaskStore {
         WHERE ?28 IS NULL OR tasks.owner_id IS ?28
         """
 
+    /// Writes the columns that change after a row is created (parameters 1–17), by id (18), unless another owner
+    /// holds the row (19: the owner guard).
+    private static let updateSQL = """
+        UPDATE tasks SET status = ?1, progress = ?2, step = ?3, weight = ?4, attempt = ?5, interruptions = ?6,
+          error_type = ?7, error_description = ?8, result = ?9, checkpoint = ?10, owner_id = ?11,
+          lease_expires_at = ?12, priority = ?13, started_at = ?14, updated_at = ?15, finished_at = ?16,
+          next_attempt_at = ?17
+        WHERE id = ?18 AND (?19 IS NULL OR owner_id IS ?19)
+        """
+
+    private static func mutableValues(of task: TaskRecord) -> [SQLiteValue] {
+        [
+            .text(task.status.rawValue), SQLiteValue(task.progress), SQLiteValue(task.step), .real(task.weight),
+            .integer(Int64(task.attempt)), .integer(Int64(task.interruptions)), SQLiteValue(task.errorType),
+            SQLiteValue(task.errorDescription), SQLiteValue(task.result.map { [UInt8]($0) }),
+            SQLiteValue(task.checkpoint.map { [UInt8]($0) }), SQLiteValue(task.ownerID),
+            SQLiteValue(task.leaseExpiresAt?.storedMilliseconds), .integer(Int64(task.priority)),
+            SQLiteValue(task.startedAt?.storedMilliseconds), .integer(task.updatedAt.storedMilliseconds),
+            SQLiteValue(task.finishedAt?.storedMilliseconds), SQLiteValue(task.nextAttemptAt?.storedMilliseconds),
+        ]
+    }
+
     private static func placeholders(_ count: Int) -> String {
         Array(repeating: "?", count: count).joined(separator: ", ")
     }
 
     private func values(of task: TaskRecord) throws -> [SQLiteValue] {
-        let options = String(decoding: try encoder.encode(task.options), as: UTF8.self)
+        let options: String
+        if let cached = encodedOptions[task.options] {
+            options = cached
+        } else {
+            options = String(decoding: try encoder.encode(task.options), as: UTF8.self)
+            if encodedOptions.count > 64 { encodedOptions.removeAll() }
+            encodedOptions[task.options] = options
+        }
         return [
             .text(task.id), SQLiteValue(task.parentID), .text(task.rootID), .text(task.name),
             .integer(Int64(task.occurrence)), SQLiteValue(task.kind), SQLiteValue(task.input.map { [UInt8]($0) }),

@@ -115,6 +115,10 @@ public struct TaskQuery: Sendable, Hashable {
 public struct TaskBatch: Sendable, Hashable {
     /// Whole records, inserted or replaced.
     public var records: [TaskRecord]
+    /// Changes of stored rows: only the columns that change after creation are written (status, progress, step,
+    /// attempt, interruptions, error, result, checkpoint, owner, lease, weight, priority and times), which leaves the
+    /// identity columns and their index entries alone. A row that does not exist is reported as rejected.
+    public var updates: [TaskRecord] = []
     /// Progress-only changes.
     public var progress: [TaskProgressRecord]
     public var events: [TaskEvent]
@@ -122,16 +126,17 @@ public struct TaskBatch: Sendable, Hashable {
     public var owner: String?
 
     public init(
-        records: [TaskRecord] = [], progress: [TaskProgressRecord] = [], events: [TaskEvent] = [],
-        owner: String? = nil
+        records: [TaskRecord] = [], updates: [TaskRecord] = [], progress: [TaskProgressRecord] = [],
+        events: [TaskEvent] = [], owner: String? = nil
     ) {
         self.records = records
+        self.updates = updates
         self.progress = progress
         self.events = events
         self.owner = owner
     }
 
-    public var isEmpty: Bool { records.isEmpty && progress.isEmpty && events.isEmpty }
+    public var isEmpty: Bool { records.isEmpty && updates.isEmpty && progress.isEmpty && events.isEmpty }
 }
 
 /// What a batch did not write.

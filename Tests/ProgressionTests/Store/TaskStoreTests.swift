@@ -102,6 +102,31 @@ struct TaskStoreTests {
     }
 
     @Test(arguments: StoreKind.allCases)
+    func narrowUpdatesChangeMutableColumnsOfExistingRowsOnly(kind: StoreKind) async throws {
+        let directory = try TemporaryDirectory()
+        let store = try kind.make(in: directory)
+        let root = makeRecord(id: "root", owner: "me")
+        try await store.insert([root, makeRecord(id: "theirs", owner: "them")], events: [])
+        var changed = root
+        changed.status = .completed
+        changed.finishedAt = root.createdAt.addingTimeInterval(9)
+        changed.progress = 1
+        changed.attempt = 2
+        changed.result = Data("42".utf8)
+        changed.name = "renamed"  // an identity column: not written by an update
+        var theirs = makeRecord(id: "theirs", owner: "them")
+        theirs.progress = 0.5
+        let missing = makeRecord(id: "missing", owner: "me")
+        let result = try await store.apply(TaskBatch(updates: [changed, theirs, missing], owner: "me"))
+        #expect(result.rejectedTaskIDs.sorted() == ["missing", "theirs"])
+        var expected = changed
+        expected.name = root.name
+        #expect(try await store.task(id: "root") == expected)
+        #expect(try await store.task(id: "theirs")?.progress == nil)
+        #expect(try await store.task(id: "missing") == nil)
+    }
+
+    @Test(arguments: StoreKind.allCases)
     func updateIsACompareAndSetOnStatusAndOwner(kind: StoreKind) async throws {
         let directory = try TemporaryDirectory()
         let store = try kind.make(in: directory)
