@@ -81,6 +81,59 @@ extension TaskExecutor {
         return id
     }
 
+    /// Submits many jobs of one kind in one transaction (one commit for all their rows, instead of one each). Returns
+    /// their ids in the order of `inputs`, once every row is committed.
+    ///
+    /// - Parameters:
+    ///   - idempotencyKey: derives each job's key from its input; a job whose key exists already is not added again
+    ///     and its existing id is returned in its place.
+    /// - Throws: as ``submit(_:input:id:name:options:idempotencyKey:)``.
+    @discardableResult
+    public func submit<Input: Encodable & Sendable>(
+        _ kind: String, inputs: [Input], options: TaskOptions? = nil,
+        idempotencyKey: ((Input) -> String)? = nil
+    ) async throws -> [String] {
+        guard let job = kinds[kind] else { throw ProgressionError.unknownKind(kind) }
+        try await startIfNeeded()
+        let encoder = JSONEncoder()
+        let now = ExecutionEngine.now()
+        var ids: [String] = []
+        var records: [TaskRecord] = []
+        var events: [TaskEvent] = []
+        for input in inputs {
+            let key = idempotencyKey?(input)
+            if let key, let existing = try await store.root(kind: kind, idempotencyKey: key) {
+                ids.append(existing.id)
+                continue
+            }
+            let id = TaskIdentifier.make(at: now)
+            let record = TaskRecord(
+                id: id, name: kind, kind: kind, input: try encoder.encode(input), idempotencyKey: key,
+                options: options ?? job.options, status: .pending, ownerID: ownerID, createdAt: now)
+            ids.append(id)
+            records.append(record)
+            events.append(TaskEvent(taskID: id, rootID: id, kind: .created, at: now, attempt: 1, message: kind))
+        }
+        do {
+            try await store.insert(records, events: events)
+        } catch let error as TaskStoreError where error.reason == .conflict {
+            // A key repeated within the batch, or one submitted meanwhile: one at a time sorts it out.
+            var resolved: [String] = []
+            for input in inputs {
+                resolved.append(
+                    try await submit(kind, input: input, options: options, idempotencyKey: idempotencyKey?(input)))
+            }
+            return resolved
+        }
+        for record in records {
+            let handle = engine.graph.addRoot(record)
+            let data = record.input ?? Data("null".utf8)
+            runs[handle] = RootRun(body: { context in try await job.run(data, context) })
+            launch(handle)
+        }
+        return ids
+    }
+
     /// The code that runs a stored root: its kind's, given its input.
     func body(for record: TaskRecord) -> (@Sendable (any TaskContext) async throws -> Void)? {
         guard let kind = record.kind, let job = kinds[kind] else { return nil }

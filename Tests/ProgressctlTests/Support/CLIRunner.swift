@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Progression
 import Testing
 
@@ -72,6 +73,10 @@ enum CLI {
 }
 
 /// A child process in progress.
+///
+/// `@unchecked Sendable`: `Process` is not `Sendable`, but after `run()` this value only reads the process's
+/// immutable arguments and calls `terminate()`, which sends a signal to a pid and is safe from any thread; the exit
+/// status crosses threads through `ExitWaiter`, which synchronises it with a mutex.
 struct RunningCLI: @unchecked Sendable {
     let process: Process
     let stdoutPath: String
@@ -95,22 +100,21 @@ struct RunningCLI: @unchecked Sendable {
 }
 
 /// Delivers a process's exit status to async waiters without blocking a thread.
-final class ExitWaiter: @unchecked Sendable {
-    private let lock = NSLock()
-    private var status: Int32?
+final class ExitWaiter: Sendable {
+    private let state = Mutex<Int32?>(nil)
 
     func finish(_ status: Int32) {
-        lock.withLock { self.status = status }
+        state.withLock { $0 = status }
     }
 
     /// The exit status, or `nil` when the process still runs after `timeout`.
     func wait(timeout: Duration) async -> Int32? {
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
-            if let status = lock.withLock({ status }) { return status }
+            if let status = state.withLock({ $0 }) { return status }
             try? await Task.sleep(for: .milliseconds(10))
         }
-        return lock.withLock { status }
+        return state.withLock { $0 }
     }
 }
 

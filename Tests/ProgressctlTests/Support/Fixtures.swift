@@ -2,7 +2,7 @@ import Foundation
 import Progression
 
 /// A directory of its own for one test, removed when the test ends.
-final class TemporaryDirectory: @unchecked Sendable {
+final class TemporaryDirectory: Sendable {
     let path: String
 
     init() throws {

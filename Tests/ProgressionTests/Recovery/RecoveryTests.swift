@@ -232,3 +232,35 @@ struct RestartTests {
         await executor.shutdown()
     }
 }
+
+struct BatchSubmitTests {
+    struct Input: Codable, Sendable { var number: Int }
+
+    @Test(arguments: StoreKind.allCases)
+    func manyJobsAreSubmittedInOneGoAndRunWithBoundedConcurrency(kind: StoreKind) async throws {
+        let directory = try TemporaryDirectory()
+        var configuration = TaskExecutor.Configuration()
+        configuration.maxConcurrentTasks = 3
+        configuration.completedTaskVisibility = .seconds(600)
+        let executor = TaskExecutor(store: try kind.make(in: directory), configuration: configuration)
+        let running = Counter(), peak = Recorder<Int>(), sum = Recorder<Int>()
+        await executor.register("add", input: Input.self) { input, _ in
+            running.increment()
+            peak.append(running.count)
+            try await Task.sleep(for: .milliseconds(5))
+            sum.append(input.number)
+            running.decrement()
+        }
+        let inputs = (1...30).map { Input(number: $0) }
+        let ids = try await executor.submit("add", inputs: inputs, idempotencyKey: { "n-\($0.number)" })
+        #expect(ids.count == 30 && Set(ids).count == 30)
+        for id in ids { await executor.waitForTask(id) }
+        #expect(sum.all.reduce(0, +) == 465)
+        #expect((peak.all.max() ?? 0) <= 3, "at most 3 roots ran at once")
+        // The same keys again: the existing jobs, nothing new.
+        let again = try await executor.submit("add", inputs: inputs, idempotencyKey: { "n-\($0.number)" })
+        #expect(again == ids)
+        #expect(try await executor.store.roots(TaskQuery(kind: "add", limit: 100)).count == 30)
+        await executor.shutdown()
+    }
+}

@@ -31,6 +31,7 @@ final class Gate: Sendable {
 final class Counter: Sendable {
     private let value = Mutex(0)
     func increment() { value.withLock { $0 += 1 } }
+    func decrement() { value.withLock { $0 -= 1 } }
     var count: Int { value.withLock { $0 } }
 }
 
