@@ -22,7 +22,7 @@ struct RecoveryTests {
     }
 
     @Test func aKilledJobResumesSkippingCompletedStepsFromItsCheckpoint() async throws {
-        let first = try worker(["--submit-batch", "1", "--iterations", "40", "--delay", "20"])
+        let first = try worker(["--submit-batch", "1", "--iterations", "150", "--delay", "20"])
         try await waitUntil("the loop to pass a few checkpoints") {
             ledger.lines.filter { $0.hasPrefix("ckpt ") }.count >= 3
         }
