@@ -108,6 +108,7 @@ enum ChecksumJob {
             }
             for try await folderResults in group { results += folderResults }
         }
+        results.sort { $0.path < $1.path }
 
         try Manifest(results: results).write(to: manifest)
         let summary = JobSummary(

@@ -10,6 +10,7 @@ import Foundation
 struct SampleDataGenerator: Sendable {
     /// The folders files are spread over.
     static let folders = ["letters", "logs", "notes", "poems", "reports", "stories"]
+    static let singular = ["letter", "log", "note", "poem", "report", "story"]
     static let vocabulary: [[UInt8]] = """
         the of and to in is that it was for on are as with his they at be this from have or by one had not but what \
         all were when we there can an your which their said if do will each about how up out them then she many some \
@@ -36,7 +37,7 @@ struct SampleDataGenerator: Sendable {
                 : 64_000 + Int(random.next() % 1_900_000)
             let bytes = min(size, remaining)
             counters[folder] += 1
-            let name = Self.folders[folder] + "/" + Self.folders[folder].dropLast() + "-"
+            let name = Self.folders[folder] + "/" + Self.singular[folder] + "-"
                 + String(format: "%04d", counters[folder]) + ".txt"
             files.append((name, bytes))
             remaining -= bytes
@@ -77,10 +78,11 @@ struct SampleDataGenerator: Sendable {
                     }
                 }
                 let word = vocabulary[Int(draw % UInt64(vocabulary.count))]
-                for byte in word where position < bytes {
-                    buffer[position] = byte
-                    position += 1
+                let count = min(word.count, bytes - position)
+                word.withUnsafeBytes { source in
+                    buffer.baseAddress!.advanced(by: position).copyMemory(from: source.baseAddress!, byteCount: count)
                 }
+                position += count
                 if position < bytes {
                     buffer[position] = 0x20
                     position += 1
