@@ -39,7 +39,7 @@ extension ProgressionDemo {
         var manifest: String?
 
         @Option(name: .customLong("sample-size-mb"), help: ArgumentHelp("Size of the generated sample data set.", valueName: "mb"))
-        var sampleSizeMB: Int = 200
+        var sampleSizeMB: Int = 300
 
         @Option(name: .customLong("file-delay-ms"), help: .hidden)
         var fileDelayMilliseconds: Int?

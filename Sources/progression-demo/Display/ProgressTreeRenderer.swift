@@ -15,13 +15,22 @@ struct ProgressTreeRenderer {
     var columns: Int
     var barWidth = 24
 
+    /// The job's fraction: from this process's byte counts when it runs here (the library's aggregate can jump to
+    /// 100% in a resumed run when a completed step is found again before its unfinished siblings join), else the
+    /// snapshot's.
+    static func fraction(root: TaskSnapshot, counts: JobStats.Counts?) -> Double? {
+        guard let counts, counts.bytes > 0, !root.isCompleted else { return root.progress }
+        return min(1, Double(counts.bytesRead + counts.bytesSkipped) / Double(counts.bytes))
+    }
+
     func lines(root: TaskSnapshot, counts: JobStats.Counts?, elapsed: Double) -> [String] {
         let nameWidth = max(16, min(44, columns - barWidth - 40))
         var lines: [String] = []
-        var header = Format.fit(root.name, nameWidth + 3) + " " + Format.bar(root.progress, width: barWidth) + " "
-            + Format.percent(root.progress)
+        let fraction = Self.fraction(root: root, counts: counts)
+        var header = Format.fit(root.name, nameWidth + 3) + " " + Format.bar(fraction, width: barWidth) + " "
+            + Format.percent(fraction)
         if let counts, counts.bytes > 0 {
-            let done = Int64((root.progress ?? 0) * Double(counts.bytes))
+            let done = Int64((fraction ?? 0) * Double(counts.bytes))
             header += "  \(Format.megabytes(done)) / \(Format.megabytes(counts.bytes))"
             if elapsed > 0.5 {
                 header += String(format: "  %.1f MB/s", Double(counts.bytesRead) / 1_000_000 / elapsed)
@@ -66,7 +75,7 @@ struct ProgressTreeRenderer {
 
     /// One plain line, for a stdout that is not a terminal.
     func plainLine(root: TaskSnapshot, counts: JobStats.Counts?) -> String {
-        var text = "progress \(Format.percent(root.progress).trimmingCharacters(in: .whitespaces))"
+        var text = "progress \(Format.percent(Self.fraction(root: root, counts: counts)).trimmingCharacters(in: .whitespaces))"
         if let counts {
             text += ": \(counts.read) files read, \(counts.skipped) skipped, \(counts.failed) failed, of \(counts.files)"
         }
