@@ -17,6 +17,7 @@ let package = Package(
         .executable(name: "progressctl", targets: ["progressctl"]),
         .executable(name: "progression-crash-test", targets: ["progression-crash-test"]),
         .executable(name: "progression-bench", targets: ["progression-bench"]),
+        .executable(name: "progression-demo", targets: ["progression-demo"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -76,6 +77,19 @@ let package = Package(
             path: "Sources/progression-bench",
             swiftSettings: swiftSettings
         ),
+        // The example batch service: checksums a directory tree as a resumable job, with a live progress tree.
+        .executableTarget(
+            name: "progression-demo",
+            dependencies: [
+                "Progression",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Sources/progression-demo",
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "ProgressionSQLiteTests",
             dependencies: ["ProgressionSQLite"],
@@ -90,6 +104,12 @@ let package = Package(
         .testTarget(
             name: "ProgressctlTests",
             dependencies: ["Progression", "progressctl"],
+            swiftSettings: swiftSettings
+        ),
+        // Runs the built progression-demo (and progressctl) binaries as child processes.
+        .testTarget(
+            name: "DemoTests",
+            dependencies: ["Progression", "progression-demo"],
             swiftSettings: swiftSettings
         ),
     ]

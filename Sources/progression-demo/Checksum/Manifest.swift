@@ -1,0 +1,31 @@
+import Foundation
+
+/// The job's output: one line per file, sorted by relative path, tab-separated — path, bytes, lines, words, FNV-1a 64
+/// checksum; a file that could not be read has `-` for its numbers and `ERROR <why>` for its checksum. The same
+/// directory contents always give the same bytes (no dates, no absolute paths).
+///
+/// ```
+/// # path	bytes	lines	words	fnv1a64
+/// letters/letter-0001.txt	1020041	11340	209195	f34b76ea6ebdd346
+/// broken-link.txt	-	-	-	ERROR cannot read 'broken-link.txt': No such file or directory
+/// ```
+struct Manifest: Sendable {
+    var results: [FileResult]
+
+    var text: String {
+        var lines = ["# path\tbytes\tlines\twords\tfnv1a64"]
+        for result in results.sorted(by: { $0.path < $1.path }) {
+            if let error = result.error {
+                lines.append("\(result.path)\t-\t-\t-\tERROR \(error)")
+            } else {
+                lines.append("\(result.path)\t\(result.bytes)\t\(result.lines)\t\(result.words)\t\(result.checksum)")
+            }
+        }
+        return lines.joined(separator: "\n") + "\n"
+    }
+
+    /// Writes the manifest atomically (a temporary file renamed over the old one).
+    func write(to path: String) throws {
+        try Data(text.utf8).write(to: URL(fileURLWithPath: path), options: .atomic)
+    }
+}

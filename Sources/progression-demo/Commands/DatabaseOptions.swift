@@ -1,0 +1,70 @@
+import ArgumentParser
+import Foundation
+import Progression
+
+/// Options of `run` and `serve`: which database, how many jobs at once.
+struct DatabaseOptions: ParsableArguments {
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "The SQLite database holding the tasks (default: $PROGRESSION_DB, else $XDG_STATE_HOME/progression/progression.sqlite, else ~/.local/state/progression/progression.sqlite). Created when missing.",
+            valueName: "path"))
+    var db: String?
+
+    @Option(name: .long, help: ArgumentHelp("At most this many jobs run at once.", valueName: "n"))
+    var concurrency: Int = 2
+
+    /// The path in force: `--db`, else the library's default.
+    var databasePath: String {
+        if let db, !db.isEmpty { return db }
+        return SQLiteTaskStore.defaultPath
+    }
+
+    func validate() throws {
+        guard concurrency >= 1 else { throw ValidationError("--concurrency must be 1 or more") }
+    }
+
+    /// An executor on the database with the demo's job kind registered; its scheduler is not started yet.
+    func makeExecutor() async throws -> TaskExecutor {
+        var configuration = TaskExecutor.Configuration()
+        configuration.maxConcurrentTasks = concurrency
+        configuration.shutdownGracePeriod = .seconds(5)
+        // kill -9 is part of the demo: allow a few more interruptions than the default before calling it a crash loop.
+        configuration.maxInterruptions = 20
+        let executor: TaskExecutor
+        do {
+            executor = try TaskExecutor(path: databasePath, configuration: configuration)
+        } catch {
+            throw DemoError("cannot open the database '\(databasePath)': \(ProgressionError.describe(error))")
+        }
+        await ChecksumJob.register(on: executor)
+        return executor
+    }
+}
+
+/// Finding the job of a directory: one job per directory and run, found again by its idempotency key.
+enum JobLookup {
+    /// Submits the checksum job of `input`'s directory, or finds the one a killed run left: the key is the directory's
+    /// absolute path; once that job has finished, the next run of the same directory gets `<path>#2`, and so on.
+    ///
+    /// - Returns: the job's id and whether it existed (a resumed run).
+    static func submit(_ input: ChecksumInput, on executor: TaskExecutor) async throws -> (id: String, existed: Bool) {
+        let directory = input.directoryPath
+        var generation = 1
+        while true {
+            let key = generation == 1 ? directory : "\(directory)#\(generation)"
+            if let existing = try await executor.store.root(kind: ChecksumJob.kind, idempotencyKey: key) {
+                if existing.status.isFinished {
+                    generation += 1
+                    continue
+                }
+                return (existing.id, true)
+            }
+            let name = "checksum " + URL(fileURLWithPath: directory).lastPathComponent
+            let id = try await executor.submit(
+                ChecksumJob.kind, input: input, name: name, options: TaskOptions.interactive.retryable(),
+                idempotencyKey: key)
+            return (id, false)
+        }
+    }
+}

@@ -1,0 +1,117 @@
+import ArgumentParser
+import Foundation
+import Logging
+import Progression
+import ServiceLifecycle
+import UnixSignals
+
+extension ProgressionDemo {
+    /// Runs every `checksum` job of the database as a long-running service.
+    struct Serve: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Run the database's checksum jobs as a service until SIGTERM or SIGINT.",
+            discussion: """
+                Runs the `checksum` jobs of the database (those of dead processes too, resumed), at most \
+                --concurrency at once, and picks up jobs submitted later:
+                  progressctl submit checksum --input '{"directory": "/path/to/dir"}' --retryable --pausable
+                It applies progressctl's pause, resume, cancel and retry requests within a second. SIGTERM or SIGINT \
+                stops it gracefully: running jobs stop at their next progress report and stay pending, to be resumed \
+                by the next start; exit status 0. Logs go to stderr.
+
+                Another live service on the same database is safe: each job is leased to one process, which alone \
+                runs it; the other runs the rest.
+                """)
+
+        @OptionGroup var options: DatabaseOptions
+
+        @Option(name: .long, help: ArgumentHelp("Also submit this directory's job at start.", valueName: "dir"))
+        var data: String?
+
+        @Option(name: .customLong("log-level"), help: ArgumentHelp("trace, debug, info, notice, warning, error or critical.", valueName: "level"))
+        var logLevel: String = "info"
+
+        func validate() throws {
+            guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("unknown --log-level '\(logLevel)'") }
+        }
+
+        func run() async throws {
+            ProgressionDemo.bootstrapLogging(level: Logger.Level(rawValue: logLevel) ?? .info)
+            let logger = Logger(label: "progression-demo")
+            if let data {
+                var isDirectory: ObjCBool = false
+                guard FileManager.default.fileExists(atPath: data, isDirectory: &isDirectory), isDirectory.boolValue else {
+                    throw DemoError("the data directory '\(data)' does not exist")
+                }
+            }
+            let executor = try await options.makeExecutor()
+            try await executor.start()
+            logger.info(
+                "serving checksum jobs",
+                metadata: [
+                    "db": "\(options.databasePath)", "concurrency": "\(options.concurrency)",
+                    "pid": "\(ProcessInfo.processInfo.processIdentifier)",
+                ])
+            if let data {
+                let (id, existed) = try await JobLookup.submit(ChecksumInput(directory: data), on: executor)
+                logger.info("\(existed ? "found" : "submitted") job", metadata: ["job": "\(id)", "directory": "\(data)"])
+            }
+            let group = ServiceGroup(
+                services: [executor, JobLogger(executor: executor, logger: logger)],
+                gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+            try await group.run()
+            logger.info("stopped")
+        }
+    }
+}
+
+/// Logs the jobs of the progress stream: when one starts, every quarter of its progress, and how it ended (with the
+/// job's summary for a completed checksum job).
+struct JobLogger: Service {
+    let executor: TaskExecutor
+    let logger: Logger
+
+    func run() async throws {
+        var quarters: [String: Int] = [:]
+        var ended: Set<String> = []
+        for await graph in executor.progressStream.cancelOnGracefulShutdown() {
+            for root in graph.tasks where !ended.contains(root.id) {
+                let metadata: Logger.Metadata = ["job": "\(root.id)", "name": "\(root.name)"]
+                if root.isFinished {
+                    ended.insert(root.id)
+                    quarters[root.id] = nil
+                    await logEnd(root, metadata: metadata)
+                    continue
+                }
+                guard root.status == .running else { continue }
+                let quarter = Int((root.progress ?? 0) * 4)
+                if quarters[root.id] == nil {
+                    logger.info("job running", metadata: metadata.merging(["attempt": "\(root.attempt)"]) { $1 })
+                    quarters[root.id] = quarter
+                } else if let last = quarters[root.id], quarter > last {
+                    quarters[root.id] = quarter
+                    logger.info("job progress", metadata: metadata.merging(["progress": "\(quarter * 25)%"]) { $1 })
+                }
+            }
+        }
+    }
+
+    private func logEnd(_ root: TaskSnapshot, metadata: Logger.Metadata) async {
+        switch root.status {
+        case .completed:
+            var details = metadata
+            if let data = try? await executor.store.task(id: root.id)?.checkpoint,
+                let summary = try? JSONDecoder().decode(JobSummary.self, from: data)
+            {
+                details["files"] = "\(summary.files)"
+                details["skipped"] = "\(summary.skipped)"
+                details["failed"] = "\(summary.failures.count)"
+                details["manifest"] = "\(summary.manifest)"
+            }
+            logger.info("job completed", metadata: details)
+        default:
+            logger.warning(
+                "job \(root.status)",
+                metadata: metadata.merging(["error": "\(root.errorDescription ?? "")"]) { $1 })
+        }
+    }
+}

@@ -1,0 +1,76 @@
+import Foundation
+import Progression
+import Testing
+
+/// `progression-demo run`, killed half way and started again, against an uninterrupted run of the same data.
+struct RunResumeTests {
+    @Test func killedRunResumesSkipsFinishedFilesAndWritesTheSameManifest() async throws {
+        let temp = try TemporaryDirectory()
+        defer { temp.cleanUp() }
+        // The same generated data in two folders: one run uninterrupted, one killed with SIGKILL and started again.
+        let generated = try await ChildProcess.run(
+            "progression-demo", ["generate", "--output", temp.path("straight"), "--size-mb", "40"], in: temp.url)
+        #expect(generated.status == 0, "\(generated.stderr)")
+        try FileManager.default.copyItem(atPath: temp.path("straight"), toPath: temp.path("killed"))
+        let fileCount = try FileManager.default.subpathsOfDirectory(atPath: temp.path("killed"))
+            .filter { $0.hasSuffix(".txt") }.count
+        #expect(fileCount >= 8)
+
+        let straight = try await ChildProcess.run(
+            "progression-demo", ["run", "--db", temp.path("straight.sqlite"), "--data", temp.path("straight")],
+            in: temp.url)
+        #expect(straight.status == 0, "\(straight.stderr)")
+
+        // Slowed down (150 ms before each file) so that it can be killed between files.
+        let db = temp.path("killed.sqlite")
+        let first = try ChildProcess(
+            "progression-demo", ["run", "--db", db, "--data", temp.path("killed"), "--file-delay-ms", "150"],
+            in: temp.url)
+        try await poll("the job's submission") { first.stdout.contains("Job ") }
+        let store = try SQLiteTaskStore(path: db)
+        var completedBeforeKill = 0
+        try await poll("some file steps to complete") {
+            guard let job = try await store.roots(TaskQuery(kind: "checksum")).first else { return false }
+            let tree = try await store.tree(of: job.id)
+            let folders = Set(tree.filter { $0.parentID == job.id }.map(\.id))
+            let files = tree.filter { $0.parentID.map(folders.contains) ?? false }
+            completedBeforeKill = files.filter { $0.status == .completed }.count
+            return completedBeforeKill >= 2
+        }
+        first.kill(SIGKILL)
+        #expect(await first.waitForExit() == SIGKILL)
+        #expect(completedBeforeKill < fileCount)
+
+        let second = try await ChildProcess.run(
+            "progression-demo", ["run", "--db", db, "--data", temp.path("killed")], in: temp.url)
+        #expect(second.status == 0, "\(second.stderr)")
+        #expect(second.stdout.contains("Resuming job"))
+        let skipped = try #require(
+            second.stdout.firstMatch(of: /skipped (\d+) of (\d+) files/).map { (Int($0.1)!, Int($0.2)!) })
+        #expect(skipped.0 >= 1)
+        #expect(skipped.0 >= completedBeforeKill)
+        #expect(skipped.0 < skipped.1)
+        #expect(skipped.1 == fileCount)
+
+        let expected = try String(contentsOfFile: temp.path("straight.manifest.tsv"), encoding: .utf8)
+        let resumed = try String(contentsOfFile: temp.path("killed.manifest.tsv"), encoding: .utf8)
+        #expect(resumed == expected)
+        #expect(expected.split(separator: "\n").count == fileCount + 1)
+    }
+
+    @Test func aSecondRunAfterCompletionStartsANewJob() async throws {
+        let temp = try TemporaryDirectory()
+        defer { temp.cleanUp() }
+        try FileManager.default.createDirectory(atPath: temp.path("data"), withIntermediateDirectories: true)
+        try Data("hello world\n".utf8).write(to: temp.url.appendingPathComponent("data/a.txt"))
+        let arguments = ["run", "--db", temp.path("db.sqlite"), "--data", temp.path("data")]
+        let first = try await ChildProcess.run("progression-demo", arguments, in: temp.url)
+        let second = try await ChildProcess.run("progression-demo", arguments, in: temp.url)
+        #expect(first.status == 0 && second.status == 0, "\(first.stderr) \(second.stderr)")
+        #expect(!second.stdout.contains("Resuming"))
+        let manifest = try String(contentsOfFile: temp.path("data.manifest.tsv"), encoding: .utf8)
+        #expect(manifest == "# path\tbytes\tlines\twords\tfnv1a64\na.txt\t12\t1\t2\t782e1488cd5a68b7\n")
+        let store = try SQLiteTaskStore(path: temp.path("db.sqlite"))
+        #expect(try await store.roots(TaskQuery(kind: "checksum")).count == 2)
+    }
+}
