@@ -9,7 +9,9 @@ package final class SQLiteStatement {
     let handle: OpaquePointer
     /// The SQL text, for error messages.
     package let sql: String
-    private let connection: SQLiteConnection
+    /// Unowned: the connection keeps its cached statements, so a strong reference would be a cycle that keeps the
+    /// database open forever. A statement must not outlive its connection.
+    private unowned let connection: SQLiteConnection
 
     init(handle: OpaquePointer, sql: String, connection: SQLiteConnection) {
         self.handle = handle

@@ -62,15 +62,19 @@ struct StressTests {
                 if snapshot.status == .paused { try? await executor.resume(taskID: id) }
                 return snapshot.isFinished
             }
-            await executor.waitForTask(id)
+            try await executor.runEnded(id)
         }
         try await executor.flush()
 
         let stream = executor.progressStream
-        var latest: TaskGraph?
-        for await graph in stream {
-            latest = graph
-            if ids.allSatisfy({ graph.task($0)?.isFinished == true }) { break }
+        let finishedIDs = ids
+        let latest = try await within(.seconds(60), "every task finished on the stream") {
+            var latest: TaskGraph?
+            for await graph in stream {
+                latest = graph
+                if finishedIDs.allSatisfy({ graph.task($0)?.isFinished == true }) { break }
+            }
+            return latest
         }
         let graph = try #require(latest)
         let memory = await executor.graph()

@@ -286,7 +286,7 @@ struct TaskExecutorTests {
         }
         #expect(try await executor.finished(id).status == .failed)
         #expect(try await executor.retry(taskID: id) == id)
-        await executor.waitForTask(id)
+        try await executor.runEnded(id)
         let snapshot = try #require(await executor.snapshot(of: id))
         #expect(snapshot.status == .completed && snapshot.attempt == 2 && snapshot.errorDescription == nil)
         #expect(try await executor.store.task(id: id)?.attempt == 2)
@@ -314,7 +314,7 @@ struct TaskExecutorTests {
         await started.wait()
         try await executor.cancel(taskID: id)
         try await executor.retry(taskID: id)
-        await executor.waitForTask(id)
+        try await executor.runEnded(id)
         let snapshot = try #require(await executor.snapshot(of: id))
         #expect(snapshot.status == .completed && snapshot.attempt == 2)
         let kinds = try await executor.store.events(of: id, after: nil, limit: 100).map(\.kind)
@@ -331,7 +331,7 @@ struct TaskExecutorTests {
             starts.append(.now)
             if starts.all.count < 3 { throw Boom() }
         }
-        await executor.waitForTask(id)
+        try await executor.runEnded(id)
         let snapshot = try #require(await executor.snapshot(of: id))
         #expect(snapshot.status == .completed && snapshot.attempt == 3)
         let times = starts.all
@@ -342,7 +342,7 @@ struct TaskExecutorTests {
         let hopeless = try await executor.addTask(name: "hopeless", options: TaskOptions.default.retryPolicy(policy)) { _ in
             throw Boom()
         }
-        await executor.waitForTask(hopeless)
+        try await executor.runEnded(hopeless)
         let failed = try #require(await executor.snapshot(of: hopeless))
         #expect(failed.status == .failed && failed.attempt == 3)
 
@@ -350,7 +350,7 @@ struct TaskExecutorTests {
         let fatal = try await executor.addTask(name: "fatal", options: TaskOptions.default.retryPolicy(policy)) { _ in
             throw Fatal()
         }
-        await executor.waitForTask(fatal)
+        try await executor.runEnded(fatal)
         #expect(await executor.snapshot(of: fatal)?.attempt == 1)
         await executor.shutdown()
     }
@@ -443,10 +443,13 @@ struct TaskExecutorTests {
         let id = try await executor.addTask(name: "busy") { context in
             for index in 1...reports { try await context.report(.progress(Double(index) / Double(reports))) }
         }
-        var graphs = 0
-        for await graph in stream {
-            graphs += 1
-            if graph.task(id)?.isCompleted == true { break }
+        let graphs = try await within(.seconds(60), "the completed task on the stream") {
+            var graphs = 0
+            for await graph in stream {
+                graphs += 1
+                if graph.task(id)?.isCompleted == true { break }
+            }
+            return graphs
         }
         let elapsed = clock.now - start
         // One graph per publish interval at most (plus the first and the last), not one per report.

@@ -179,7 +179,7 @@ struct RestartTests {
         try await second.start()
         #expect(await second.snapshot(of: id) == nil, "finished tasks are not loaded at start")
         try await second.retry(taskID: id)
-        await second.waitForTask(id)
+        try await second.runEnded(id)
         let snapshot = try #require(await second.snapshot(of: id))
         #expect(snapshot.status == .completed && snapshot.attempt == 2)
         await second.shutdown()
@@ -254,7 +254,7 @@ struct BatchSubmitTests {
         let inputs = (1...30).map { Input(number: $0) }
         let ids = try await executor.submit("add", inputs: inputs, idempotencyKey: { "n-\($0.number)" })
         #expect(ids.count == 30 && Set(ids).count == 30)
-        for id in ids { await executor.waitForTask(id) }
+        for id in ids { try await executor.runEnded(id) }
         #expect(sum.all.reduce(0, +) == 465)
         #expect((peak.all.max() ?? 0) <= 3, "at most 3 roots ran at once")
         // The same keys again: the existing jobs, nothing new.

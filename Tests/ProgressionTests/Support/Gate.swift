@@ -79,3 +79,51 @@ func makeExecutor(_ kind: StoreKind, in directory: TemporaryDirectory) throws ->
     configuration.writeWindow = .milliseconds(5)
     return TaskExecutor(store: try kind.make(in: directory), configuration: configuration)
 }
+
+/// Runs `body`, failing with ``TimedOut`` after `limit` even when `body` is stuck on something that ignores
+/// cancellation (the race is between two unstructured tasks, so the caller never waits for a stuck one): a hang
+/// becomes a named test failure instead of a test run that never ends.
+func within<T: Sendable>(
+    _ limit: Duration, _ what: String, _ body: @escaping @Sendable () async throws -> T
+) async throws -> T {
+    let work = Task<Result<T, any Error>, Never> { await Result(catching: body) }
+    return try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
+        let once = OneShot(continuation)
+        Task { once.finish(await work.value) }
+        Task {
+            try? await Task.sleep(for: limit)
+            work.cancel()
+            once.finish(.failure(TimedOut(what: what)))
+        }
+    }
+}
+
+/// Resumes a continuation once, whichever of several racers comes first.
+final class OneShot<T: Sendable>: Sendable {
+    private let continuation: Mutex<CheckedContinuation<T, any Error>?>
+
+    init(_ continuation: CheckedContinuation<T, any Error>) {
+        self.continuation = Mutex(continuation)
+    }
+
+    func finish(_ result: Result<T, any Error>) {
+        let continuation = continuation.withLock { continuation in
+            defer { continuation = nil }
+            return continuation
+        }
+        continuation?.resume(with: result)
+    }
+}
+
+extension Result where Failure == any Error {
+    init(catching body: () async throws -> Success) async {
+        do { self = .success(try await body()) } catch { self = .failure(error) }
+    }
+}
+
+extension TaskExecutor {
+    /// Waits (at most `timeout`) for a root's current run to end.
+    nonisolated func runEnded(_ id: String, timeout: Duration = .seconds(60)) async throws {
+        try await within(timeout, "the run of \(id) to end") { await self.waitForTask(id) }
+    }
+}

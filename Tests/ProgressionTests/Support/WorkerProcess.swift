@@ -51,24 +51,24 @@ final class WorkerProcess: Sendable {
         Foundation.kill(process.processIdentifier, signal)
     }
 
-    /// Waits for the process to exit and returns its status (a signal's number for a killed process).
+    /// Waits for the process to exit and returns its status (a signal's number for a killed process). After
+    /// `timeout` the process is killed and the wait fails.
     @discardableResult
     func waitForExit(timeout: Duration = .seconds(60)) async throws -> Int32 {
-        let waiter = Task {
-            await withCheckedContinuation { continuation in
-                let status = exitStatus.state.withLock { state in
-                    if state.status == nil { state.waiters.append(continuation) }
-                    return state.status
+        do {
+            return try await within(timeout, "worker \(pid) to exit") { [exitStatus] in
+                await withCheckedContinuation { continuation in
+                    let status = exitStatus.state.withLock { state in
+                        if state.status == nil { state.waiters.append(continuation) }
+                        return state.status
+                    }
+                    if let status { continuation.resume(returning: status) }
                 }
-                if let status { continuation.resume(returning: status) }
             }
+        } catch {
+            kill(SIGKILL)
+            throw error
         }
-        let timer = Task {
-            try await Task.sleep(for: timeout)
-            process.terminate()
-        }
-        defer { timer.cancel() }
-        return await waiter.value
     }
 }
 
