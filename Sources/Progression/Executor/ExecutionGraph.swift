@@ -61,7 +61,8 @@ final class Node {
     var ownFraction: Double?
     var span: Double = 1
     var segment = 0
-    var parentSegment = 0
+    /// The parent's segment this node is counted in; -1: not counted.
+    var parentSegment = -1
     var segmentWeight: Double = 0
     var segmentDone: Double = 0
     /// What the node contributes to its parent's segment (its displayed progress, 1 once finished).
@@ -202,6 +203,15 @@ final class ExecutionGraph: Sendable {
                 state.nodes[node.handle] = node
                 state.handles[record.id] = node.handle
             }
+            if let top = state.nodes[root] {
+                for node in Self.collect(top) where !node.record.status.isFinished {
+                    Self.resetProgress(node)
+                    Self.countKnownChildren(of: node)
+                }
+                for node in Self.collect(top).reversed() where !node.record.status.isFinished {
+                    Self.recompute(node, state: &state)
+                }
+            }
             state.version += 1
         }
     }
@@ -250,15 +260,21 @@ final class ExecutionGraph: Sendable {
             let occurrence = parent.nameCounts[name, default: 0]
             parent.nameCounts[name] = occurrence + 1
             let node: Node
+            var initialContribution = 0.0
             if let existing = parent.childIndex[name]?[occurrence] {
                 node = existing
                 if existing.record.status == .completed, canSkip {
                     Self.join(existing, parent: parent, contribution: 1, weight: weight, state: &state)
                     return .completed(existing.handle, result: existing.record.result)
                 }
-                // Ran before without completing (or its result cannot be stored): run it again, same identity.
-                node.record.weight = weight
+                // Ran before without completing (or its result cannot be stored): run it again, same identity, its
+                // own completed children counted as done from the start.
+                let previous = node.contribution
                 Self.prepareRerun(node)
+                Self.countKnownChildren(of: node)
+                node.contribution = previous
+                if node.segmentWeight > 0 { node.record.progress = node.segmentDone / node.segmentWeight }
+                initialContribution = node.record.progress ?? 0
             } else {
                 // By default a child takes its parent's cancel, pause and retry rights; the parent's timeout already
                 // covers the subtree, and automatic retries are for roots.
@@ -277,7 +293,7 @@ final class ExecutionGraph: Sendable {
                 state.handles[record.id] = node.handle
             }
             node.pausedAncestors = parent.pausedAncestors + (parent.pausedExplicitly ? 1 : 0)
-            Self.join(node, parent: parent, contribution: 0, weight: weight, state: &state)
+            Self.join(node, parent: parent, contribution: initialContribution, weight: weight, state: &state)
             Self.markDirty(node, .full, state: &state)
             state.version += 1
             return .run(node.handle)
@@ -313,12 +329,33 @@ final class ExecutionGraph: Sendable {
     }
 
     /// Counts a child in its parent's current segment.
+    /// Counts a child in its parent's current segment; a child counted already (a known child of a re-run, see
+    /// ``countKnownChildren(of:)``) has its share updated instead of added again.
     private static func join(_ node: Node, parent: Node, contribution: Double, weight: Double, state: inout State) {
+        if node.parentSegment == parent.segment {
+            parent.segmentWeight += weight - node.record.weight
+            parent.segmentDone += weight * contribution - node.record.weight * node.contribution
+        } else {
+            parent.segmentWeight += weight
+            parent.segmentDone += weight * contribution
+        }
         node.parentSegment = parent.segment
         node.contribution = contribution
-        parent.segmentWeight += weight
-        parent.segmentDone += weight * contribution
+        node.record.weight = weight
         propagate(from: parent, state: &state)
+    }
+
+    /// When a task runs again (after a crash, or on retry), its children from the earlier run are counted in its
+    /// progress at once — completed ones as done, the others as not started — so that completed steps found again
+    /// first do not show the task finished before the rest has even started.
+    private static func countKnownChildren(of node: Node) {
+        for child in node.children {
+            let contribution: Double = child.record.status == .completed ? 1 : 0
+            child.parentSegment = node.segment
+            child.contribution = contribution
+            node.segmentWeight += child.record.weight
+            node.segmentDone += child.record.weight * contribution
+        }
     }
 
     private static func resetProgress(_ node: Node) {
@@ -448,6 +485,8 @@ final class ExecutionGraph: Sendable {
         state.withLock { state in
             guard let node = state.nodes[handle] else { return }
             Self.resetProgress(node)
+            Self.countKnownChildren(of: node)
+            Self.recompute(node, state: &state)
             node.nameCounts = [:]
             node.stopReason = nil
             node.pausedTotal = .zero

@@ -298,6 +298,33 @@ struct TaskExecutorTests {
         await executor.shutdown()
     }
 
+    @Test func aRetriedTaskCountsItsKnownStepsSoSkippedStepsDoNotShowItFinished() async throws {
+        let directory = try TemporaryDirectory()
+        let executor = try makeExecutor(.memory, in: directory)
+        let runs = Counter()
+        let seen = Recorder<Double>()
+        let id = try await executor.addTask(name: "steps", id: "steps", options: TaskOptions.default.retryable()) {
+            context in
+            runs.increment()
+            for index in 1...4 {
+                try await context.push("step \(index)") { _ in
+                    if index == 3 {
+                        seen.append(await executor.snapshot(of: "steps")?.progress ?? -1)
+                        if runs.count == 1 { throw Boom() }
+                    }
+                }
+            }
+        }
+        #expect(try await executor.finished(id).status == .failed)
+        try await executor.retry(taskID: id)
+        try await executor.runEnded(id)
+        #expect(await executor.snapshot(of: id)?.status == .completed)
+        // Attempt 2 skips steps 1 and 2: of the three steps it knows, two are done.
+        let secondRun = try #require(seen.all.last)
+        #expect(abs(secondRun - 2.0 / 3.0) < 0.001, "\(seen.all)")
+        await executor.shutdown()
+    }
+
     @Test func retryingRightAfterACancelKeepsTheNewRunVisible() async throws {
         let directory = try TemporaryDirectory()
         let executor = try makeExecutor(.sqlite, in: directory)
