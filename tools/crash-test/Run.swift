@@ -34,7 +34,7 @@ extension CrashTest {
                 // These kills come from outside, not from the jobs: they are not a crash loop.
                 "--max-interruptions", "1000000",
             ]
-            var generator = SplitMix(seed: seed)
+            var generator = SplitMix64(seed: seed)
             var killed = 0
             while killed < kills {
                 let worker = try launchWorker(arguments)
@@ -149,20 +149,5 @@ extension CrashTest {
                 + "integrity=\(integrity == ["ok"] ? "ok" : "FAILED")"
             return Report(line: line, violations: violations)
         }
-    }
-}
-
-/// SplitMix64: reproducible kill times for a seed.
-struct SplitMix: RandomNumberGenerator {
-    var state: UInt64
-
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

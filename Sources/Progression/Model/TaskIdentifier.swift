@@ -6,7 +6,7 @@ import Synchronization
 ///
 /// The random bits come from a generator seeded once from the system's entropy, not from a system call per id.
 enum TaskIdentifier {
-    private static let generator = Mutex(SeededRandom())
+    private static let generator = Mutex(SplitMix64())
 
     /// A new lowercase UUIDv7 string, e.g. `0193a6b2-5f3e-7c1a-9b2d-4e8f0a1b2c3d`.
     static func make(at date: Date = Date()) -> String {
@@ -27,20 +27,27 @@ enum TaskIdentifier {
         let characters = Array(hex)
         return [0..<8, 8..<12, 12..<16, 16..<20, 20..<32].map { String(characters[$0]) }.joined(separator: "-")
     }
+}
 
-    /// SplitMix64, seeded from `SystemRandomNumberGenerator`.
-    struct SeededRandom {
-        var state: UInt64 = {
-            var system = SystemRandomNumberGenerator()
-            return system.next()
-        }()
+/// SplitMix64: a small, fast generator; reproducible for a seed (the crash test's kill times, the stress test's
+/// random control), or seeded from the system's entropy.
+package struct SplitMix64: RandomNumberGenerator, Sendable {
+    private var state: UInt64
 
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
+    package init(seed: UInt64) {
+        state = seed
+    }
+
+    package init() {
+        var system = SystemRandomNumberGenerator()
+        state = system.next()
+    }
+
+    package mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
     }
 }

@@ -34,7 +34,7 @@ struct StressTests {
         try await withThrowingTaskGroup(of: Void.self) { group in
             for caller in 0..<4 {
                 group.addTask {
-                    var generator = SeededGenerator(seed: UInt64(caller + 1))
+                    var generator = SplitMix64(seed: UInt64(caller + 1))
                     for _ in 0..<300 {
                         let id = allIDs[Int.random(in: 0..<allIDs.count, using: &generator)]
                         do {
@@ -96,19 +96,4 @@ struct StressTests {
 
 enum CocoaLikeError: Error {
     case failed(Int)
-}
-
-/// A deterministic random number generator (SplitMix64), so that a failing run can be replayed.
-struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
 }
