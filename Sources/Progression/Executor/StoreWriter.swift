@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import ProgressionSQLite
 
 /// The one writer of an executor. It runs on a serial executor of its own (a dispatch queue), so that task code that
@@ -53,6 +54,9 @@ actor StoreWriter {
             if !result.rejectedTaskIDs.isEmpty { engine.leaseLost(result.rejectedTaskIDs) }
             return true
         } catch {
+            let tasks = batch.records.count + batch.updates.count + batch.progress.count
+            engine.configuration.logger.warning(
+                "write failed; retrying", metadata: ["error": "\(error)", "tasks": "\(tasks)"])
             engine.graph.failed(batch, error: error)
             return false
         }
@@ -62,6 +66,7 @@ actor StoreWriter {
 extension ExecutionEngine {
     /// Another owner holds these tasks now: stop their code here without writing anything more for them.
     func leaseLost(_ ids: [String]) {
+        configuration.logger.warning("lost tasks to another owner; stopping them here", metadata: ["tasks": "\(ids)"])
         for id in ids {
             guard let handle = graph.handle(of: id) else { continue }
             graph.requestStop(handle, .leaseLost)?()

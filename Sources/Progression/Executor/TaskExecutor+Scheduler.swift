@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import ServiceLifecycle
 
 extension TaskExecutor {
@@ -63,11 +64,16 @@ extension TaskExecutor {
             let claimed = try await store.claimRoots(
                 heldBy: [nil] + dead.map(\.id), statuses: [.pending, .running, .paused], kinds: Set(kinds.keys),
                 newOwner: ownerID, limit: room, now: now)
+            if !claimed.isEmpty {
+                engine.configuration.logger.info(
+                    "claimed tasks", metadata: ["count": "\(claimed.count)", "deadOwners": "\(dead.map(\.id))"])
+            }
             for root in claimed {
                 try await rehydrate(root)
             }
         } catch {
             // The store refused (busy, shut down): the next pass tries again.
+            engine.configuration.logger.warning("recovery pass failed", metadata: ["error": "\(error)"])
         }
     }
 
@@ -121,6 +127,12 @@ extension TaskExecutor {
         }
         let result = try await store.apply(TaskBatch(records: changed, events: events, owner: ownerID))
         guard result.rejectedTaskIDs.isEmpty else { return }  // another owner took it meanwhile
+        engine.configuration.logger.info(
+            "recovered task",
+            metadata: [
+                "task": "\(root.id)", "kind": "\(root.kind ?? "closure")", "status": "\(root.status)",
+                "interruptions": "\(root.interruptions)", "previousOwner": "\(claimed.ownerID ?? "none")",
+            ])
         let handle = engine.graph.addRoot(root)
         engine.graph.attachStoredChildren(tree, to: handle)
         guard let body, !root.status.isFinished else { return }
@@ -224,6 +236,9 @@ extension TaskExecutor {
             } catch {
                 outcome = "refused: \(ProgressionError.describe(error))"
             }
+            engine.configuration.logger.info(
+                "control request",
+                metadata: ["task": "\(request.taskID)", "action": "\(request.action)", "outcome": "\(outcome)"])
             try? await store.completeControlRequest(id: request.id, outcome: outcome, at: ExecutionEngine.now())
         }
     }
@@ -237,6 +252,7 @@ extension TaskExecutor {
     public func shutdown(gracePeriod: Duration? = nil) async {
         guard !isShutDown else { return }
         isShutDown = true
+        engine.configuration.logger.info("shutting down", metadata: ["running": "\(running.count)"])
         let now = ExecutionEngine.now()
         for (handle, record, _) in engine.graph.roots() where !record.status.isFinished {
             if running.contains(handle) {

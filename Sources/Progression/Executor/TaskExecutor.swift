@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 
 /// Runs hierarchical tasks, reports their progress, and keeps every task in a ``TaskStore``.
 ///
@@ -49,6 +50,9 @@ public actor TaskExecutor {
         public var ownerStaleAfter: Duration = .seconds(15)
         /// How long a graceful shutdown waits for running code to stop at its next report.
         public var shutdownGracePeriod: Duration = .seconds(10)
+        /// Where the executor logs what happens out of the task code's sight: recoveries and claims, lost leases,
+        /// failed writes, control requests, shutdown. Silent by default.
+        public var logger = Logger(label: "progression", factory: { _ in SwiftLogNoOpLogHandler() })
 
         public init() {}
     }

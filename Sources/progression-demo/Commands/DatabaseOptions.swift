@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import Logging
 import Progression
 
 /// Options of `run` and `serve`: which database, how many jobs at once.
@@ -25,8 +26,10 @@ struct DatabaseOptions: ParsableArguments {
     }
 
     /// An executor on the database with the demo's job kind registered; its scheduler is not started yet.
-    func makeExecutor() async throws -> TaskExecutor {
+    /// The executor on the database; with `logger`, the executor logs its recoveries, claims and control requests.
+    func makeExecutor(logger: Logger? = nil) async throws -> TaskExecutor {
         var configuration = TaskExecutor.Configuration()
+        if let logger { configuration.logger = logger }
         configuration.maxConcurrentTasks = concurrency
         configuration.shutdownGracePeriod = .seconds(5)
         // kill -9 is part of the demo: allow a few more interruptions than the default before calling it a crash loop.

@@ -43,7 +43,7 @@ extension ProgressionDemo {
                     throw DemoError("the data directory '\(data)' does not exist")
                 }
             }
-            let executor = try await options.makeExecutor()
+            let executor = try await options.makeExecutor(logger: Logger(label: "progression"))
             try await executor.start()
             logger.info(
                 "serving checksum jobs",
