@@ -83,6 +83,10 @@ final class Node {
     var dirty = Dirty.clean
     /// Whether the node's row exists in the store (then changes are narrow updates, not inserts).
     var stored: Bool
+    /// A root whose row is not committed yet: not shown on the progress stream.
+    var hidden = false
+    /// Its insert found the identity taken (a duplicate id or idempotency key).
+    var conflicted = false
     var lastSampleAt: Date?
     var removed = false
 
@@ -164,6 +168,45 @@ final class ExecutionGraph: Sendable {
     }
 
     // MARK: Nodes
+
+    /// Adds a new root whose row the writer inserts with its next batch (together with other new roots and
+    /// transitions: one commit for many). Returns the sequence to wait for; the root shows on the progress stream once
+    /// its row is committed, and ``didConflict(_:)`` then tells whether its identity was taken.
+    func addNewRoot(_ record: TaskRecord, event: TaskEvent) -> (NodeHandle, Int64) {
+        let result = state.withLock { state -> (NodeHandle, Int64) in
+            let node = Node(handle: state.nextHandle, record: record, sequence: state.changeSequence, stored: false)
+            state.nextHandle += 1
+            node.hidden = true
+            state.nodes[node.handle] = node
+            state.handles[record.id] = node.handle
+            state.roots.append(node)
+            state.events.append(event)
+            Self.markDirty(node, .full, state: &state)
+            Self.stage(node, state: &state)
+            return (node.handle, state.changeSequence)
+        }
+        wakeWriter(urgent: true)
+        return result
+    }
+
+    /// Whether a new root's insert found its identity taken.
+    func didConflict(_ handle: NodeHandle) -> Bool {
+        state.withLock { $0.nodes[handle]?.conflicted ?? false }
+    }
+
+    /// Called by the writer: these new rows were not inserted, their identity exists already. Returns the ids of the
+    /// children among them (a root's caller learns of it through ``didConflict(_:)``).
+    func insertsConflicted(_ ids: [String]) -> [String] {
+        state.withLock { state in
+            var children: [String] = []
+            for id in ids {
+                guard let node = state.handles[id].flatMap({ state.nodes[$0] }) else { continue }
+                node.conflicted = true
+                if node.parent != nil { children.append(id) }
+            }
+            return children
+        }
+    }
 
     /// Adds a root whose row is committed already.
     func addRoot(_ record: TaskRecord) -> NodeHandle {
@@ -601,7 +644,7 @@ final class ExecutionGraph: Sendable {
                 defer { node.dirty = .clean }
                 guard !node.removed else { continue }
                 if !node.stored {
-                    batch.records.append(node.record)
+                    batch.inserts.append(node.record)
                     node.stored = true
                 } else if node.dirty == .full {
                     batch.updates.append(node.record)
@@ -638,6 +681,7 @@ final class ExecutionGraph: Sendable {
                     guard let staged = node.staged, staged.sequence <= sequence else { return false }
                     node.committed = staged
                     node.staged = nil
+                    if !node.conflicted { node.hidden = false }
                     return true
                 }
                 state.version += 1
@@ -658,6 +702,13 @@ final class ExecutionGraph: Sendable {
     func failed(_ batch: TaskBatch, error: any Error) {
         let waiters = state.withLock { state -> [CheckedContinuation<Void, any Error>] in
             for record in batch.records {
+                if let node = state.handles[record.id].flatMap({ state.nodes[$0] }), !node.removed {
+                    if node.dirty == .clean { state.dirtyNodes.append(node) }
+                    node.dirty = .full
+                    node.stored = false
+                }
+            }
+            for record in batch.inserts {
                 if let node = state.handles[record.id].flatMap({ state.nodes[$0] }), !node.removed {
                     if node.dirty == .clean { state.dirtyNodes.append(node) }
                     node.dirty = .full
@@ -749,12 +800,12 @@ final class ExecutionGraph: Sendable {
         state.withLock { state in
             guard state.version != state.publishedVersion else { return nil }
             state.publishedVersion = state.version
-            return TaskGraph(tasks: state.roots.map(Self.snapshot))
+            return TaskGraph(tasks: state.roots.filter { !$0.hidden }.map(Self.snapshot))
         }
     }
 
     func snapshot() -> TaskGraph {
-        state.withLock { TaskGraph(tasks: $0.roots.map(Self.snapshot)) }
+        state.withLock { TaskGraph(tasks: $0.roots.filter { !$0.hidden }.map(Self.snapshot)) }
     }
 
     func snapshot(of handle: NodeHandle) -> TaskSnapshot? {

@@ -50,8 +50,12 @@ actor StoreWriter {
     private func write(_ batch: TaskBatch, upTo sequence: Int64) async -> Bool {
         do {
             let result = try await engine.store.apply(batch)
+            // Conflicts first, so that who waits for the commit sees them when woken.
+            let children = result.conflictingTaskIDs.isEmpty ? [] : engine.graph.insertsConflicted(result.conflictingTaskIDs)
             engine.graph.committed(upTo: sequence)
-            if !result.rejectedTaskIDs.isEmpty { engine.leaseLost(result.rejectedTaskIDs) }
+            if !result.rejectedTaskIDs.isEmpty || !children.isEmpty {
+                engine.leaseLost(result.rejectedTaskIDs + children)
+            }
             return true
         } catch {
             let tasks = batch.records.count + batch.updates.count + batch.progress.count

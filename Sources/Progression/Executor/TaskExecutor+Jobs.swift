@@ -65,17 +65,17 @@ extension TaskExecutor {
         let record = TaskRecord(
             id: id, name: name ?? kind, kind: kind, input: data, idempotencyKey: idempotencyKey,
             options: options ?? job.options, status: .pending, ownerID: ownerID, createdAt: now)
+        let handle: NodeHandle
         do {
-            try await store.insert(
-                [record],
-                events: [TaskEvent(taskID: id, rootID: id, kind: .created, at: now, attempt: 1, message: record.name)])
-        } catch let error as TaskStoreError where error.reason == .conflict {
+            handle = try await insertNewRoot(
+                record, event: TaskEvent(taskID: id, rootID: id, kind: .created, at: now, attempt: 1, message: record.name))
+        } catch ProgressionError.duplicateID(let duplicate) {
+            // The same key submitted meanwhile (by another process): that job is the one.
             if let idempotencyKey, let existing = try await store.root(kind: kind, idempotencyKey: idempotencyKey) {
                 return existing.id
             }
-            throw ProgressionError.duplicateID(id)
+            throw ProgressionError.duplicateID(duplicate)
         }
-        let handle = engine.graph.addRoot(record)
         runs[handle] = RootRun(body: { context in try await job.run(data, context) })
         launch(handle)
         return id

@@ -135,16 +135,31 @@ public actor TaskExecutor {
         let now = ExecutionEngine.now()
         let record = TaskRecord(
             id: id, name: name, options: options, status: .pending, ownerID: ownerID, createdAt: now)
-        do {
-            try await store.insert(
-                [record], events: [TaskEvent(taskID: id, rootID: id, kind: .created, at: now, attempt: 1, message: name)])
-        } catch let error as TaskStoreError where error.reason == .conflict {
-            throw ProgressionError.duplicateID(id)
-        }
-        let handle = engine.graph.addRoot(record)
+        let handle = try await insertNewRoot(
+            record, event: TaskEvent(taskID: id, rootID: id, kind: .created, at: now, attempt: 1, message: name))
         runs[handle] = RootRun(body: body)
         launch(handle)
         return id
+    }
+
+    /// Inserts a new root through the writer (one commit for all the roots and transitions of a window) and waits
+    /// for its commit.
+    ///
+    /// - Throws: ``ProgressionError/duplicateID(_:)`` when its identity was taken (nothing is written then), or the
+    ///   store's error.
+    func insertNewRoot(_ record: TaskRecord, event: TaskEvent) async throws -> NodeHandle {
+        let (handle, sequence) = engine.graph.addNewRoot(record, event: event)
+        do {
+            try await engine.commit(sequence)
+        } catch {
+            engine.graph.removeRoot(handle)
+            throw error
+        }
+        if engine.graph.didConflict(handle) {
+            engine.graph.removeRoot(handle)
+            throw ProgressionError.duplicateID(record.id)
+        }
+        return handle
     }
 
     /// Starts a root's code, or queues it while ``Configuration/maxConcurrentTasks`` roots run.

@@ -64,6 +64,18 @@ public actor InMemoryTaskStore: TaskStore {
     public func apply(_ batch: TaskBatch) throws -> TaskBatchResult {
         try transaction { state in
             var rejected: [String] = []
+            var conflicting: [String] = []
+            for record in batch.inserts {
+                if state.tasks[record.id] != nil {
+                    conflicting.append(record.id)
+                    continue
+                }
+                do {
+                    try Self.put(record, into: &state)
+                } catch let error as TaskStoreError where error.reason == .conflict {
+                    conflicting.append(record.id)
+                }
+            }
             for record in batch.records {
                 if let owner = batch.owner, let stored = state.tasks[record.id], stored.ownerID != owner {
                     rejected.append(record.id)
@@ -105,9 +117,9 @@ public actor InMemoryTaskStore: TaskStore {
                 stored.updatedAt = change.updatedAt
                 try Self.put(stored, into: &state)
             }
-            let skipped = Set(rejected)
+            let skipped = Set(rejected + conflicting)
             try Self.append(batch.events.filter { !skipped.contains($0.taskID) }, to: &state)
-            return TaskBatchResult(rejectedTaskIDs: rejected)
+            return TaskBatchResult(rejectedTaskIDs: rejected, conflictingTaskIDs: conflicting)
         }
     }
 

@@ -128,7 +128,15 @@ public actor SQLiteTaskStore: TaskStore {
         guard !batch.isEmpty else { return TaskBatchResult() }
         return try await write { connection in
             var rejected: [String] = []
+            var conflicting: [String] = []
             let guardValue: SQLiteValue = batch.owner.map { .text($0) } ?? .null
+            if !batch.inserts.isEmpty {
+                let insert = try connection.cachedStatement(Self.insertSQL + " ON CONFLICT DO NOTHING")
+                for record in batch.inserts {
+                    try insert.execute(try values(of: record))
+                    if connection.changes == 0 { conflicting.append(record.id) }
+                }
+            }
             if !batch.records.isEmpty {
                 let upsert = try connection.cachedStatement(Self.upsertSQL)
                 for record in batch.records {
@@ -158,13 +166,13 @@ public actor SQLiteTaskStore: TaskStore {
                     if connection.changes == 0 { rejected.append(change.id) }
                 }
             }
-            if rejected.isEmpty {
+            if rejected.isEmpty && conflicting.isEmpty {
                 try insertEvents(batch.events, connection: connection)
             } else {
-                let skipped = Set(rejected)
+                let skipped = Set(rejected + conflicting)
                 try insertEvents(batch.events.filter { !skipped.contains($0.taskID) }, connection: connection)
             }
-            return TaskBatchResult(rejectedTaskIDs: rejected)
+            return TaskBatchResult(rejectedTaskIDs: rejected, conflictingTaskIDs: conflicting)
         }
     }
 

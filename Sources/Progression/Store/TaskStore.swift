@@ -115,6 +115,9 @@ public struct TaskQuery: Sendable, Hashable {
 public struct TaskBatch: Sendable, Hashable {
     /// Whole records, inserted or replaced.
     public var records: [TaskRecord]
+    /// New rows, inserted unless a row with the same id, child identity or idempotency key exists: those are left
+    /// as they are and reported in ``TaskBatchResult/conflictingTaskIDs`` (the batch goes on).
+    public var inserts: [TaskRecord] = []
     /// Changes of stored rows: only the columns that change after creation are written (status, progress, step,
     /// attempt, interruptions, error, result, checkpoint, owner, lease, weight, priority and times), which leaves the
     /// identity columns and their index entries alone. A row that does not exist is reported as rejected.
@@ -126,26 +129,32 @@ public struct TaskBatch: Sendable, Hashable {
     public var owner: String?
 
     public init(
-        records: [TaskRecord] = [], updates: [TaskRecord] = [], progress: [TaskProgressRecord] = [],
-        events: [TaskEvent] = [], owner: String? = nil
+        records: [TaskRecord] = [], inserts: [TaskRecord] = [], updates: [TaskRecord] = [],
+        progress: [TaskProgressRecord] = [], events: [TaskEvent] = [], owner: String? = nil
     ) {
         self.records = records
+        self.inserts = inserts
         self.updates = updates
         self.progress = progress
         self.events = events
         self.owner = owner
     }
 
-    public var isEmpty: Bool { records.isEmpty && updates.isEmpty && progress.isEmpty && events.isEmpty }
+    public var isEmpty: Bool {
+        records.isEmpty && inserts.isEmpty && updates.isEmpty && progress.isEmpty && events.isEmpty
+    }
 }
 
 /// What a batch did not write.
 public struct TaskBatchResult: Sendable, Hashable {
-    /// Tasks held by another owner, left as they were.
+    /// Tasks held by another owner (or gone), left as they were.
     public var rejectedTaskIDs: [String]
+    /// New rows not inserted because their identity exists already.
+    public var conflictingTaskIDs: [String]
 
-    public init(rejectedTaskIDs: [String] = []) {
+    public init(rejectedTaskIDs: [String] = [], conflictingTaskIDs: [String] = []) {
         self.rejectedTaskIDs = rejectedTaskIDs
+        self.conflictingTaskIDs = conflictingTaskIDs
     }
 }
 

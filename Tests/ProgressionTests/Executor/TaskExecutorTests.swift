@@ -32,6 +32,30 @@ struct TaskExecutorTests {
         await executor.shutdown()
     }
 
+    @Test(arguments: StoreKind.allCases)
+    func aDuplicateIDIsRefusedAndTheStoredTaskIsLeftAlone(kind: StoreKind) async throws {
+        let directory = try TemporaryDirectory()
+        let store = try kind.make(in: directory)
+        let first = TaskExecutor(store: store)
+        try await first.addTask(name: "first", id: "same") { _ in }
+        await #expect(throws: ProgressionError.self) { try await first.addTask(name: "again", id: "same") { _ in } }
+        try await first.runEnded("same")
+        await first.shutdown()
+        // Another executor on the same store: the row exists, the insert finds the id taken.
+        let second = TaskExecutor(store: store)
+        let error = await #expect(throws: ProgressionError.self) {
+            try await second.addTask(name: "second", id: "same") { _ in }
+        }
+        #expect(error?.description == "A task with id 'same' exists already")
+        #expect(try await store.task(id: "same")?.name == "first")
+        #expect(await second.snapshot(of: "same") == nil)
+        #expect(try await store.events(of: "same", after: nil, limit: 100).filter { $0.kind == .created }.count == 1)
+        // The executor goes on working.
+        let other = try await second.addTask(name: "other") { _ in }
+        #expect(try await second.finished(other).status == .completed)
+        await second.shutdown()
+    }
+
     static let invalidReports: [TaskProgress] = [
         .progress(.nan), .progress(.infinity), .progress(-0.1), .progress(1.1), .step(1, of: 0), .step(3, of: 2),
         .step(-1, of: 2), .named("x").progress(2),
