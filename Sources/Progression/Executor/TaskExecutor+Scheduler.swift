@@ -16,8 +16,20 @@ extension TaskExecutor {
         let writer = StoreWriter(engine: engine)
         backgroundTasks.append(Task.detached { await writer.run() })
         backgroundTasks.append(Task.detached { await engine.runPublisher(publisher) })
-        backgroundTasks.append(Task.detached { [weak self] in await self?.maintain() })
-        backgroundTasks.append(Task.detached { [weak self] in await self?.pollControlRequests() })
+        // The loops hold the executor only during each pass, so that an executor nobody shuts down is still released.
+        backgroundTasks.append(
+            Task.detached { [weak self] in
+                while !Task.isCancelled, let interval = await self?.maintainOnce() {
+                    try? await Task.sleep(for: interval)
+                }
+            })
+        backgroundTasks.append(
+            Task.detached { [weak self] in
+                var lastCounter: Int64?
+                while !Task.isCancelled, let interval = await self?.pollControlRequestsOnce(&lastCounter) {
+                    try? await Task.sleep(for: interval)
+                }
+            })
     }
 
     /// Starts the scheduler: recovers at once the tasks of dead owners and the jobs nobody runs (this returns after
@@ -36,8 +48,7 @@ extension TaskExecutor {
             Task.detached { [weak self, interval = engine.configuration.recoveryInterval] in
                 while !Task.isCancelled {
                     try? await Task.sleep(for: interval)
-                    guard let self, await !self.isShutDown else { return }
-                    await self.recover()
+                    guard await self?.recoverIfRunning() == true else { return }
                 }
             })
     }
@@ -182,17 +193,23 @@ extension TaskExecutor {
 
     // MARK: Maintenance
 
-    /// Forgets finished roots past their visibility, and writes the owner's heartbeat.
-    func maintain() async {
-        var lastHeartbeat = ContinuousClock.now
-        while !Task.isCancelled, !isShutDown {
-            sweepFinished(now: ExecutionEngine.now())
-            if ContinuousClock.now - lastHeartbeat >= engine.configuration.heartbeatInterval {
-                lastHeartbeat = .now
-                try? await store.saveOwner(ownerRecord(heartbeatAt: ExecutionEngine.now()))
-            }
-            try? await Task.sleep(for: .milliseconds(250))
+    /// One pass of maintenance: forgets finished roots past their visibility, and writes the owner's heartbeat when
+    /// it is due. Returns the wait before the next pass, or `nil` once shut down.
+    func maintainOnce() async -> Duration? {
+        guard !isShutDown else { return nil }
+        sweepFinished(now: ExecutionEngine.now())
+        if ContinuousClock.now - lastHeartbeat >= engine.configuration.heartbeatInterval {
+            lastHeartbeat = .now
+            try? await store.saveOwner(ownerRecord(heartbeatAt: ExecutionEngine.now()))
         }
+        return .milliseconds(250)
+    }
+
+    /// One recovery pass, unless shut down. Returns whether the executor still runs.
+    func recoverIfRunning() async -> Bool {
+        guard !isShutDown else { return false }
+        await recover()
+        return true
     }
 
     func sweepFinished(now: Date) {
@@ -208,17 +225,16 @@ extension TaskExecutor {
         }
     }
 
-    /// Applies control requests written by another process (progressctl) for this owner. Polls SQLite's
-    /// `data_version`, which changes only when another connection commits, so an idle poll costs one pragma.
-    func pollControlRequests() async {
-        var lastCounter: Int64?
-        while !Task.isCancelled, !isShutDown {
-            if let counter = try? await store.changeCounter(), counter != lastCounter {
-                lastCounter = counter
-                await applyControlRequests()
-            }
-            try? await Task.sleep(for: engine.configuration.controlPollInterval)
+    /// Applies control requests written by another process (progressctl) for this owner, when the store changed
+    /// since the last pass: SQLite's `data_version` changes only when another connection commits, so an idle pass costs
+    /// one pragma. Returns the wait before the next pass, or `nil` once shut down.
+    func pollControlRequestsOnce(_ lastCounter: inout Int64?) async -> Duration? {
+        guard !isShutDown else { return nil }
+        if let counter = try? await store.changeCounter(), counter != lastCounter {
+            lastCounter = counter
+            await applyControlRequests()
         }
+        return engine.configuration.controlPollInterval
     }
 
     func applyControlRequests() async {

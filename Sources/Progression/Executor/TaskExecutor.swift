@@ -76,6 +76,7 @@ public actor TaskExecutor {
     var schedulerStarted = false
     var isShutDown = false
     let ownerStartedAt = ExecutionEngine.now()
+    var lastHeartbeat = ContinuousClock.now
 
     /// A root's code and the Swift task running it.
     struct RootRun {

@@ -510,3 +510,18 @@ struct TaskExecutorTests {
     }
 }
 
+
+struct ExecutorLifetimeTests {
+    @Test func anExecutorNobodyShutsDownIsReleased() async throws {
+        let directory = try TemporaryDirectory()
+        weak var released: TaskExecutor?
+        do {
+            let executor = try makeExecutor(.sqlite, in: directory)
+            released = executor
+            let id = try await executor.addTask(name: "t") { context in try await context.report(.progress(1)) }
+            _ = try await executor.finished(id)
+            try await executor.flush()
+        }
+        try await waitUntil("the executor to be released") { released == nil }
+    }
+}
