@@ -37,7 +37,7 @@ final class ExecutionEngine: Sendable {
                 return
             }
             do {
-                try await begin(handle)
+                try await begin(handle, waitForCommit: true)
             } catch {
                 return  // the store refused the start (shut down, or the task is held by another owner)
             }
@@ -74,8 +74,14 @@ final class ExecutionEngine: Sendable {
         try? await commit(sequence)
     }
 
-    /// pending/paused → running, committed before the code runs.
-    func begin(_ handle: NodeHandle) async throws {
+    /// pending/paused → running.
+    ///
+    /// A root's start is committed before its code runs: a process that dies while running it must leave it
+    /// `running`, or recovery could not count the interruption (and a job that kills its process would loop
+    /// forever). A subtask's start is committed with the writer's next batch, before its completion (written after
+    /// it), and shown on the progress stream only then: nobody waits for it, so a step costs one commit round trip
+    /// (its end) instead of two.
+    func begin(_ handle: NodeHandle, waitForCommit: Bool) async throws {
         graph.clearStop(handle)
         let now = Self.now()
         let sequence = graph.transition(handle, event: .started, now: now) { node in
@@ -88,7 +94,7 @@ final class ExecutionEngine: Sendable {
             node.record.ownerID = node.record.ownerID ?? self.ownerID
         }
         guard sequence != nil else { throw ProgressionError.notFound(taskID: "#\(handle)") }
-        try await commit(sequence)
+        if waitForCommit { try await commit(sequence) }
     }
 
     /// Runs a node's code in a Swift task of its own (so that the node can be cancelled by id), cancelled with its
@@ -238,7 +244,7 @@ final class ExecutionEngine: Sendable {
         case .run(let handle):
             child = handle
         }
-        try await begin(child)
+        try await begin(child, waitForCommit: false)
         var result = await execute(child, body)
         var data: Data?
         if case .success(let value) = result, let codec {
