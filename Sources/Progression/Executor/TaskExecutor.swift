@@ -335,7 +335,11 @@ public actor TaskExecutor {
                 throw ProgressionError.invalidState(taskID: taskID, status: stored.status, action: "remove")
             }
         }
-        _ = try await store.deleteTree(of: taskID)
+        let finished = Set(TaskStatus.allCases.filter(\.isFinished))
+        guard try await store.deleteTree(of: taskID, ifStatusIn: finished) != nil else {
+            let status = try await store.task(id: taskID)?.status ?? .pending
+            throw ProgressionError.invalidState(taskID: taskID, status: status, action: "remove")
+        }
     }
 
     /// Waits until everything reported so far is committed.

@@ -175,9 +175,10 @@ public actor InMemoryTaskStore: TaskStore {
         }
     }
 
-    public func deleteTree(of id: String) throws -> Int {
+    public func deleteTree(of id: String, ifStatusIn statuses: Set<TaskStatus>) throws -> Int? {
         try transaction { state in
             let nodes = Self.subtree(of: id, in: state)
+            if let top = nodes.first, !statuses.contains(top.status) { return nil }
             let ids = Set(nodes.map(\.id))
             for id in ids { state.remove(id) }
             state.events.removeAll { ids.contains($0.taskID) }

@@ -241,10 +241,11 @@ public actor SQLiteTaskStore: TaskStore {
         }
     }
 
-    public func deleteTree(of id: String) async throws -> Int {
+    public func deleteTree(of id: String, ifStatusIn statuses: Set<TaskStatus>) async throws -> Int? {
         try await write { connection in
             let nodes = try subtree(of: id, connection: connection)
             guard let top = nodes.first else { return 0 }
+            guard statuses.contains(top.status) else { return nil }
             if top.isRoot {
                 try connection.execute("DELETE FROM events WHERE root_id = ?", [.text(id)])
                 try connection.execute("DELETE FROM tasks WHERE root_id = ?", [.text(id)])

@@ -57,8 +57,10 @@ public protocol TaskStore: Sendable {
         of rootID: String, ifStatusIn statuses: Set<TaskStatus>, from owner: String?, to newOwner: String?
     ) async throws -> Bool
 
-    /// Deletes a task, every node below it and their history. Returns how many tasks were deleted.
-    func deleteTree(of id: String) async throws -> Int
+    /// Deletes a task, every node below it and their history, when the task's status is one of `statuses`
+    /// (compare-and-set: a task that started again meanwhile stays). Returns how many tasks were deleted, or `nil` when
+    /// the status check failed.
+    func deleteTree(of id: String, ifStatusIn statuses: Set<TaskStatus>) async throws -> Int?
 
     /// Deletes finished roots (with their trees and history) that finished before `date` and whose status is one of
     /// `statuses`. Returns how many roots were deleted.
@@ -88,6 +90,14 @@ public protocol TaskStore: Sendable {
 
     /// Counts of roots by status and kind, and the oldest pending root.
     func statistics() async throws -> TaskStoreStatistics
+}
+
+extension TaskStore {
+    /// Deletes a task, every node below it and their history, whatever its status. Returns how many tasks were
+    /// deleted.
+    public func deleteTree(of id: String) async throws -> Int {
+        try await deleteTree(of: id, ifStatusIn: Set(TaskStatus.allCases)) ?? 0
+    }
 }
 
 /// Which roots to list.

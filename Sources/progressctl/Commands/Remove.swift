@@ -51,7 +51,13 @@ extension Progressctl {
                 }
                 _ = try await control.direct(.remove, on: task, dryRun: false)
             }
-            let deleted = try await store.checked { try await $0.deleteTree(of: task.id) }
+            let finished = Set(TaskStatus.allCases.filter(\.isFinished))
+            guard let deleted = try await store.checked({ try await $0.deleteTree(of: task.id, ifStatusIn: finished) })
+            else {
+                let now = try await store.checked { try await $0.task(id: task.id) }
+                throw CLIError(
+                    "task '\(task.id)' (\(task.name)) changed meanwhile: it is \(now?.status.rawValue ?? "gone"); nothing was removed")
+            }
             result.outcome = "deleted \(deleted) task\(deleted == 1 ? " with its" : "s with their") history"
             try ChangeReport.print([result], json: options.json)
         }

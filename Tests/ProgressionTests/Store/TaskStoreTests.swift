@@ -277,6 +277,10 @@ struct TaskStoreTests {
         #expect(try await store.task(id: "other") != nil)
         #expect(try await store.events(of: "other", after: nil, limit: 10).count == 1)
         #expect(try await store.deleteTree(of: "r") == 0)
+        // With a status check: a task that is not in one of the statuses stays.
+        #expect(try await store.deleteTree(of: "other", ifStatusIn: [.completed, .failed]) == nil)
+        #expect(try await store.task(id: "other") != nil)
+        #expect(try await store.deleteTree(of: "other", ifStatusIn: [.pending]) == 1)
     }
 
     @Test(arguments: StoreKind.allCases)
