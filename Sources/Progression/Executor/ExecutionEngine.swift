@@ -13,7 +13,9 @@ final class ExecutionEngine: Sendable {
         self.store = store
         self.ownerID = ownerID
         self.configuration = configuration
-        graph = ExecutionGraph(eventBacklogLimit: configuration.eventBacklogLimit)
+        graph = ExecutionGraph(
+            eventBacklogLimit: configuration.eventBacklogLimit,
+            writerLagTolerance: max(0.01, configuration.writeWindow.seconds * 2.5))
     }
 
     static func now() -> Date { Date.currentMillisecond() }

@@ -136,6 +136,8 @@ final class ExecutionGraph: Sendable {
         var nextWaiterToken = 0
         var version: Int64 = 0
         var publishedVersion: Int64 = -1
+        /// When the writer last took a batch (or found nothing to take): a report yields when the writer is behind.
+        var lastBatchAt = Date()
         /// Someone waits for a commit: the writer skips its batching window.
         var urgent = false
         var windowWaiter: CheckedContinuation<Void, Never>?
@@ -150,8 +152,13 @@ final class ExecutionGraph: Sendable {
     let publisherSignals: AsyncStream<Void>
     /// Reports wait for the writer when this many events are queued.
     let eventBacklogLimit: Int
+    /// A report yields its thread when the writer has not taken a batch for this long (seconds): task code that
+    /// reports in a tight loop on every thread of Swift's cooperative pool would otherwise keep the writer from
+    /// running.
+    let writerLagTolerance: TimeInterval
 
-    init(eventBacklogLimit: Int = 100_000) {
+    init(eventBacklogLimit: Int = 100_000, writerLagTolerance: TimeInterval = 0.05) {
+        self.writerLagTolerance = writerLagTolerance
         (writerSignals, writerWake) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
         (publisherSignals, publisherWake) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
         self.eventBacklogLimit = eventBacklogLimit
@@ -415,9 +422,11 @@ final class ExecutionGraph: Sendable {
 
     /// Applies a validated report. Returns whether the task must wait (it or an ancestor is paused) and whether the
     /// writer is far behind.
-    func report(_ handle: NodeHandle, _ progress: TaskProgress, now: Date) -> (paused: Bool, backlogged: Bool) {
-        let outcome: (paused: Bool, backlogged: Bool, wake: Bool) = state.withLock { state in
-            guard let node = state.nodes[handle], !node.removed else { return (false, false, false) }
+    func report(_ handle: NodeHandle, _ progress: TaskProgress, now: Date) -> (
+        paused: Bool, backlogged: Bool, writerBehind: Bool
+    ) {
+        let outcome: (paused: Bool, backlogged: Bool, wake: Bool, writerBehind: Bool) = state.withLock { state in
+            guard let node = state.nodes[handle], !node.removed else { return (false, false, false, false) }
             // The writer sleeps while nothing is dirty: wake it when this report makes the first change.
             let wasIdle = state.dirtyNodes.isEmpty && state.events.isEmpty
             if let name = progress.name, name != node.record.step {
@@ -437,10 +446,11 @@ final class ExecutionGraph: Sendable {
             }
             node.record.updatedAt = now
             Self.markDirty(node, .progress, state: &state)
-            return (node.isPaused, state.events.count >= eventBacklogLimit, wasIdle)
+            let writerBehind = now.timeIntervalSince(state.lastBatchAt) > writerLagTolerance
+            return (node.isPaused, state.events.count >= eventBacklogLimit, wasIdle, writerBehind)
         }
         if outcome.wake { wakeWriter(urgent: false) }
-        return (outcome.paused, outcome.backlogged)
+        return (outcome.paused, outcome.backlogged, outcome.writerBehind)
     }
 
     /// Recomputes a node's progress from its own fraction and its segment's children, and carries the change up.
@@ -634,6 +644,7 @@ final class ExecutionGraph: Sendable {
     /// others, and the queued events; progress samples for history at most every `sampleInterval`.
     func takeBatch(now: Date, sampleInterval: TimeInterval, owner: String?) -> (TaskBatch, Int64)? {
         state.withLock { state in
+            state.lastBatchAt = now
             guard !state.dirtyNodes.isEmpty || !state.events.isEmpty else {
                 state.committedSequence = max(state.committedSequence, state.changeSequence)
                 return nil
@@ -844,6 +855,35 @@ final class ExecutionGraph: Sendable {
         }
         publisherWake.yield()
         return ids
+    }
+
+    /// Removes from memory, in one pass, the finished roots whose committed finish is older than their visibility
+    /// (`nil`: kept). Returns the handles removed. Their rows stay in the store.
+    func sweepFinished(completedBefore: Date?, failedBefore: Date?) -> [NodeHandle] {
+        state.withLock { state in
+            var removed: [NodeHandle] = []
+            var removedIDs: Set<String> = []
+            state.roots.removeAll { root in
+                let committed = root.committed
+                guard committed.status.isFinished, let finished = committed.finishedAt, !root.isExecuting,
+                    let limit = committed.status == .completed ? completedBefore : failedBefore, finished < limit
+                else { return false }
+                for node in Self.collect(root) {
+                    node.removed = true
+                    state.nodes[node.handle] = nil
+                    state.handles[node.record.id] = nil
+                    removedIDs.insert(node.record.id)
+                    node.children = []
+                }
+                removed.append(root.handle)
+                return true
+            }
+            if !removed.isEmpty {
+                if !state.events.isEmpty { state.events.removeAll { removedIDs.contains($0.taskID) } }
+                state.version += 1
+            }
+            return removed
+        }
     }
 
     /// Roots in memory, with their status as committed.

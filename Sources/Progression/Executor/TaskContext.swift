@@ -129,6 +129,8 @@ final class LiveTaskContext: TaskContext {
         }
         if outcome.backlogged {
             try await graph.waitForCommit()
+        } else if outcome.writerBehind {
+            await Task.yield()
         }
     }
 

@@ -214,13 +214,10 @@ extension TaskExecutor {
 
     func sweepFinished(now: Date) {
         let configuration = engine.configuration
-        for (handle, _, committed) in engine.graph.roots() where committed.status.isFinished {
-            let visibility =
-                committed.status == .completed ? configuration.completedTaskVisibility : configuration.failedTaskVisibility
-            guard let visibility, let finished = committed.finishedAt,
-                now.timeIntervalSince(finished) >= visibility.seconds, !running.contains(handle)
-            else { continue }
-            engine.graph.removeRoot(handle)
+        let removed = engine.graph.sweepFinished(
+            completedBefore: now.addingTimeInterval(-configuration.completedTaskVisibility.seconds),
+            failedBefore: configuration.failedTaskVisibility.map { now.addingTimeInterval(-$0.seconds) })
+        for handle in removed where !running.contains(handle) {
             runs[handle] = nil
         }
     }

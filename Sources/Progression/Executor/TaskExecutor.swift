@@ -188,6 +188,8 @@ public actor TaskExecutor {
 
     private func runEnded(_ handle: NodeHandle) {
         running.remove(handle)
+        // Swept from memory while its run was ending: nothing will run it again here.
+        if engine.graph.record(handle) == nil { runs[handle] = nil }
         while running.count < engine.configuration.maxConcurrentTasks, !queue.isEmpty, !isShutDown {
             start(queue.removeFirst().handle)
         }

@@ -525,3 +525,27 @@ struct ExecutorLifetimeTests {
         try await waitUntil("the executor to be released") { released == nil }
     }
 }
+
+struct VisibilityTests {
+    struct Boom: Error {}
+
+    @Test func finishedRootsLeaveMemoryAfterTheirVisibilityAndTheirHistoryStays() async throws {
+        let directory = try TemporaryDirectory()
+        var configuration = TaskExecutor.Configuration()
+        configuration.completedTaskVisibility = .milliseconds(100)
+        let executor = TaskExecutor(store: try StoreKind.sqlite.make(in: directory), configuration: configuration)
+        let done = try await executor.addTask(name: "done") { context in
+            try await context.push("child") { _ in }
+        }
+        let failed = try await executor.addTask(name: "failed") { _ in throw Boom() }
+        _ = try await executor.finished(failed)
+        try await waitUntil("the completed root to leave memory") { await executor.snapshot(of: done) == nil }
+        #expect(await executor.graph().tasks.map(\.id) == [failed], "a failed root stays until removed")
+        #expect(try await executor.store.tree(of: done).map(\.status) == [.completed, .completed])
+        #expect(try await executor.store.events(of: done, after: nil, limit: 100).last?.kind == .completed)
+        try await executor.remove(taskID: failed)
+        #expect(await executor.graph().tasks.isEmpty)
+        #expect(try await executor.store.task(id: failed) == nil)
+        await executor.shutdown()
+    }
+}
