@@ -62,10 +62,11 @@ enum SubmitThroughput {
 
     /// `jobs_per_s`: `count` trivial jobs of a registered kind submitted by `concurrency` submitters, run
     /// `concurrency` at a time (`maxConcurrentTasks`; the others wait in the executor's queue), on a fresh SQLite
-    /// store. The clock runs from the first `submit` until every job body has run and ``TaskExecutor/flush()`` has
-    /// returned, so every completion is committed; the store is then checked to hold `count` completed roots.
+    /// store. The clock runs from the first `submit` until every job's completion is committed and
+    /// ``TaskExecutor/flush()`` has returned; the store is then checked to hold `count` completed roots.
     ///
-    /// Completions are counted from inside the job body (a ``Latch``) rather than by polling the executor.
+    /// Bodies are counted from inside the job (a ``Latch``) rather than by polling the executor; once all have run,
+    /// the few completions still being recorded are awaited through `graph()`, which is small by then.
     static func jobsPerSecond(_ context: BenchContext) async throws -> Figure {
         let count = context.sizes.submittedTasks
         let concurrency = context.sizes.submitConcurrency
@@ -97,6 +98,12 @@ enum SubmitThroughput {
             _ = try await executor.submit("noop", input: NoopInput(), idempotencyKey: nil)
         }
         await done.wait()
+        // The last bodies have returned, but their completions may not be recorded yet (a flush now could miss
+        // them): wait until no root left in memory is unfinished (the graph shows committed transitions, and only
+        // finished roots leave memory), then flush.
+        while await executor.graph().tasks.contains(where: { !$0.isFinished }) {
+            try await Task.sleep(for: .milliseconds(1))
+        }
         try await executor.flush()
         let total = ContinuousClock.now - start
         let stored = try await opened.store.statistics().rootsByStatus["completed"] ?? 0
