@@ -44,7 +44,9 @@ struct BenchReport: Sendable {
     func table() -> String {
         var rows: [[String]] = [["key", "value", "unit", "target", "met", "what"]]
         for figure in figures {
-            let value = figure.value.map(FigureFormat.number) ?? (figure.pending ? "pending" : "—")
+            let value =
+                figure.value.map(FigureFormat.number)
+                ?? (figure.pending ? "pending" : figure.notReachedWithin.map { "> " + FigureFormat.number($0) } ?? "—")
             let met = figure.meetsTarget.map { $0 ? "yes" : "NO" } ?? (figure.target == nil ? "" : "—")
             rows.append([figure.key, value, figure.unit, figure.target?.text ?? "", met, figure.note])
         }
@@ -101,6 +103,8 @@ struct BenchReport: Sendable {
         object["meta"] = meta
         object["targets"] = targets
         object["pending"] = figures.filter(\.pending).map(\.key)
+        object["not_reached_within"] = Dictionary(
+            uniqueKeysWithValues: figures.compactMap { figure in figure.notReachedWithin.map { (figure.key, $0) } })
         object["failures"] = failures + insaneFigures.map { "not finite and positive: \($0.key)" }
         object["units"] = Dictionary(uniqueKeysWithValues: figures.map { ($0.key, $0.unit) })
         object["scenario_seconds"] = Dictionary(scenarioSeconds, uniquingKeysWith: { $1 })

@@ -15,6 +15,9 @@ struct BenchSizes: Sendable {
     /// Tasks submitted by the throughput scenario, and how many are in flight at a time.
     var submittedTasks: Int
     var submitConcurrency: Int
+    /// Running jobs of a dead owner in the recovery scenario, and how long it waits for all of them to be claimed.
+    var recoveryJobs: Int
+    var recoveryClaimWait: Duration
     /// Tasks of the list database, and events per task.
     var listTasks: Int
     var listEventsPerTask: Int
@@ -28,13 +31,13 @@ struct BenchSizes: Sendable {
     static let full = BenchSizes(
         repetitions: 5, reportsOneTask: 1_000_000, manyTasks: 100, reportsPerManyTask: 10_000, writerRows: 20_000,
         writerBatchSize: 1_000, writerBatchesPerTrial: 200, writerTrials: 5, submittedTasks: 20_000,
-        submitConcurrency: 8, listTasks: 1_000_000, listEventsPerTask: 10, rssTasks: 1_000_000,
+        submitConcurrency: 8, recoveryJobs: 100_000, recoveryClaimWait: .seconds(30), listTasks: 1_000_000, listEventsPerTask: 10, rssTasks: 1_000_000,
         latencyReports: 200_000, latencyPushes: 5_000)
 
     /// Small enough to finish within a minute on a slow shared machine.
     static let quick = BenchSizes(
         repetitions: 1, reportsOneTask: 100_000, manyTasks: 100, reportsPerManyTask: 1_000, writerRows: 4_000,
         writerBatchSize: 1_000, writerBatchesPerTrial: 20, writerTrials: 2, submittedTasks: 2_000,
-        submitConcurrency: 8, listTasks: 20_000, listEventsPerTask: 10, rssTasks: 20_000, latencyReports: 20_000,
+        submitConcurrency: 8, recoveryJobs: 2_000, recoveryClaimWait: .seconds(5), listTasks: 20_000, listEventsPerTask: 10, rssTasks: 20_000, latencyReports: 20_000,
         latencyPushes: 300)
 }

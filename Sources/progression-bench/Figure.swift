@@ -12,6 +12,9 @@ struct Figure: Sendable {
     var note: String
     /// Cannot be measured yet (the code it needs is being written on another branch): `null` in JSON, not a failure.
     var pending = false
+    /// The event timed did not happen within this bound (the benchmark stopped waiting): `null` in JSON (with the
+    /// bound under `not_reached_within`), `> bound` in the table; sane, since not reaching it is itself the finding.
+    var notReachedWithin: Double?
     /// Zero is a sane value (a count of buffered graphs); every other figure must be positive.
     var allowsZero = false
 
@@ -35,12 +38,16 @@ struct Figure: Sendable {
 
     /// Whether the value is a number the benchmark can stand behind: finite, and positive (or zero where allowed).
     var isSane: Bool {
-        guard let value else { return pending }
+        guard let value else { return pending || notReachedWithin != nil }
         return value.isFinite && (value > 0 || (allowsZero && value == 0))
     }
 
     /// Whether the target is met; `nil` without a target or a value.
     var meetsTarget: Bool? {
+        if value == nil, let target, let bound = notReachedWithin {
+            // More than `bound`: a ceiling the bound already breaks is missed; otherwise it is unknown.
+            return target.comparison != .atLeast && !target.isMet(by: bound) ? false : nil
+        }
         guard let target, let value, value.isFinite else { return nil }
         return target.isMet(by: value)
     }

@@ -4,8 +4,8 @@ import Progression
 /// Listing the newest 50 roots of a database of 1,000,000 tasks and 10,000,000 events (``ListDatabase``).
 ///
 /// `store_list_ms_1m`: open a `SQLiteTaskStore` on the file and run `roots(TaskQuery(limit: 50))` (open + query),
-/// median of 5. `cli_list_ms_1m`: spawn `progressctl list --limit 50 --db FILE`, median of 5, when a real
-/// `progressctl` binary stands next to this one (the placeholder of this branch is recognised and skipped).
+/// median of 5. `cli_list_ms_1m`: spawn `progressctl list --limit 50 --db FILE`, median of 7, beside `cli_help_ms`,
+/// the spawn of `progressctl --help` (see ``cliList(database:shape:log:)``).
 ///
 /// The quick run reuses the full database when it was built already, and otherwise builds a small one (its size is
 /// in the figure's note and in `meta`).
@@ -13,7 +13,7 @@ enum ListLatency {
     static let trials = 5
 
     static let scenario = Scenario(
-        name: "list", keys: ["store_list_ms_1m", "store_list_first_ms_1m", "cli_list_ms_1m"]
+        name: "list", keys: ["store_list_ms_1m", "store_list_first_ms_1m", "cli_list_ms_1m", "cli_help_ms"]
     ) { context in
         let sizes = context.sizes
         let directory = context.options.dataDirectory
@@ -52,30 +52,63 @@ enum ListLatency {
                 "store_list_first_ms_1m", times[0], unit: "ms",
                 note: "the first of those (after the build or a previous run; page cache warm)"),
         ]
-        figures.append(try cliList(database: database, shape: shape, log: context.log))
+        figures += try cliList(database: database, shape: shape, log: context.log)
         return figures
     }
 
-    /// Spawns a real `progressctl` next to this binary, or reports the figure as pending.
-    static func cliList(database: ListDatabase, shape: String, log: (String) -> Void) throws -> Figure {
+    /// Spawns of `progressctl` timed per figure: more than the store's trials, since a spawn is noisier.
+    static let cliTrials = 7
+
+    /// `cli_list_ms_1m`: spawns `progressctl list --limit 50 --db FILE` next to this binary, wall time until it
+    /// exited, median of ``cliTrials``; `cli_help_ms`: the same for `progressctl --help` (process start, dynamic
+    /// linking and Swift runtime start-up, argument parsing; no database), runs alternated with the list runs so
+    /// both see the same machine. The difference is what the listing itself costs in the child. Pending when
+    /// `progressctl` was not built (build the whole package: `swift build -c release`).
+    static func cliList(database: ListDatabase, shape: String, log: (String) -> Void) throws -> [Figure] {
         let target = Target.below(100)
         guard let binary = progressctlBinary() else {
-            return .pending(
-                "cli_list_ms_1m", unit: "ms", target: target,
-                reason: "no progressctl binary next to this one (it is on the cli branch); see store_list_ms_1m")
+            return [
+                .pending(
+                    "cli_list_ms_1m", unit: "ms", target: target,
+                    reason: "no progressctl next to this binary: build the whole package (swift build -c release)"),
+                .pending("cli_help_ms", unit: "ms", target: nil, reason: "no progressctl next to this binary"),
+            ]
         }
-        var times: [Double] = []
-        for _ in 0..<trials {
+        var list: [Double] = []
+        var help: [Double] = []
+        func spawn(_ arguments: [String]) throws -> Double {
             let start = ContinuousClock.now
-            let (status, output) = try run(binary, ["list", "--limit", "50", "--db", database.path], database: database)
+            let (status, output) = try run(binary, arguments, database: database)
             let elapsed = ContinuousClock.now - start
-            guard status == 0 else { throw BenchFailure("progressctl list exited \(status): \(output.prefix(300))") }
-            times.append(elapsed.inMilliseconds)
+            guard status == 0 else {
+                throw BenchFailure("progressctl \(arguments.joined(separator: " ")) exited \(status): \(output.prefix(300))")
+            }
+            return elapsed.inMilliseconds
         }
-        log("progressctl list: \(times.map { String(format1: $0, decimals: 2) }) ms")
-        return Figure(
-            "cli_list_ms_1m", Measurement.median(times), unit: "ms", target: target,
-            note: "spawn progressctl list --limit 50, \(shape), median of \(trials)")
+        let listArguments = ["list", "--limit", "50", "--db", database.path]
+        _ = try spawn(listArguments)  // warm-up: the binary's pages and the database's first pages
+        for trial in 0..<cliTrials {
+            if trial % 2 == 0 {
+                list.append(try spawn(listArguments))
+                help.append(try spawn(["--help"]))
+            } else {
+                help.append(try spawn(["--help"]))
+                list.append(try spawn(listArguments))
+            }
+        }
+        log("progressctl list: \(list.map { String(format1: $0, decimals: 1) }) ms")
+        log("progressctl --help: \(help.map { String(format1: $0, decimals: 1) }) ms")
+        let listMedian = Measurement.median(list)
+        let helpMedian = Measurement.median(help)
+        return [
+            Figure(
+                "cli_list_ms_1m", listMedian, unit: "ms", target: target,
+                note: "spawn progressctl list --limit 50 until it exits, \(shape), median of \(cliTrials) "
+                    + "(process start ≈ cli_help_ms, the rest ≈ \(String(format1: listMedian - helpMedian, decimals: 1)) ms)"),
+            Figure(
+                "cli_help_ms", helpMedian, unit: "ms",
+                note: "spawn progressctl --help until it exits (the process-start baseline), median of \(cliTrials)"),
+        ]
     }
 
     /// `progressctl` in this binary's directory, if it is the real tool (its help lists a `list` command).

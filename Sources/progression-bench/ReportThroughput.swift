@@ -13,8 +13,10 @@ enum ReportThroughput {
         var elapsed: Duration
         /// The part of `elapsed` spent in the final `flush()`.
         var flush: Duration
-        /// Transactions the store committed while the reports ran (SQLite only: `changeCounter() >> 32`).
-        var commits: Int64?
+        /// Commits the lag watcher saw while the reports ran (a lower bound; only when watched). The store's
+        /// `changeCounter()` cannot count them: it is SQLite's `data_version`, which moves only for other connections'
+        /// commits.
+        var commits: Int?
         /// The largest write-behind lag seen, in ms, and the number of samples, when watched (``CommitLagWatcher``).
         var worstLag: Double?
         var lagSamples = 0
@@ -116,7 +118,6 @@ enum ReportThroughput {
                 })
         }
         await ready.wait()
-        let commitsBefore = try await commitCount(opened.store)
         let watcher = watchLag ? CommitLagWatcher(path: scratch.file("bench.sqlite")) : nil
         watcher?.start()
         let begin = ContinuousClock.now
@@ -127,18 +128,11 @@ enum ReportThroughput {
         try await executor.flush()
         let end = ContinuousClock.now
         let elapsed = end - begin
-        let commits = try await commitCount(opened.store).map { $0 - (commitsBefore ?? 0) }
         try await verify(executor, store: opened.store, ids: ids)
         await executor.shutdown()
         await opened.close()
-        return Run(reports: tasks * reportsPerTask, elapsed: elapsed, flush: end - flushBegin, commits: commits,
+        return Run(reports: tasks * reportsPerTask, elapsed: elapsed, flush: end - flushBegin, commits: lag?.commits,
             worstLag: lag?.worst, lagSamples: lag?.samples ?? 0)
-    }
-
-    /// The number of transactions this process committed on a SQLite store (its change counter's high half).
-    static func commitCount(_ store: any TaskStore) async throws -> Int64? {
-        guard store is SQLiteTaskStore else { return nil }
-        return try await store.changeCounter() >> 32
     }
 
     /// Checks that every task completed and the store holds its final progress.

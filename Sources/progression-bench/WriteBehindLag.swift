@@ -1,6 +1,6 @@
 /// How stale the store gets while tasks report as fast as they can. DESIGN.md §3 promises that progress is committed
 /// within tens of milliseconds; this runs the report scenarios on SQLite (three times longer) with a
-/// ``CommitLagWatcher`` polling the file from its own thread, and reports the worst lag and the commits made.
+/// ``CommitLagWatcher`` polling the file from its own thread, and reports the worst lag and the commits it saw.
 ///
 /// It runs each shape twice: as the throughput scenarios do (task code that never suspends), and with task code that
 /// calls `Task.yield()` every 1,000 reports. The difference separates two causes of lag: a writer starved of
@@ -30,14 +30,14 @@ enum WriteBehindLag {
                 context.log(
                     "\(key): worst lag \(String(format1: worst, decimals: 1)) ms over a "
                         + "\(String(format1: run.elapsed.inMilliseconds, decimals: 1)) ms run, \(run.commits ?? -1) "
-                        + "commits, \(run.lagSamples) samples, \(FigureFormat.number(run.reportsPerSecond)) reports/s")
+                        + "commits seen, \(run.lagSamples) samples, \(FigureFormat.number(run.reportsPerSecond)) reports/s")
                 figures.append(
                     Figure(
                         key, worst, unit: "ms",
                         note: "oldest committed progress, \(tasks) task(s) × \(FigureFormat.number(Double(reports))) "
                             + "reports\(yieldEvery > 0 ? ", Task.yield() every \(yieldEvery)" : ""), "
                             + "\(String(format1: run.elapsed.inMilliseconds, decimals: 0)) ms run, "
-                            + "\(run.commits ?? -1) commits; DESIGN §3: tens of ms"))
+                            + "\(run.commits ?? -1) commits seen; DESIGN §3: tens of ms"))
             }
         }
         // What durability costs when the writer does run during the reports (yielding task code), side by side.
