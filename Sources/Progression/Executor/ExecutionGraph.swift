@@ -274,23 +274,6 @@ final class ExecutionGraph: Sendable {
         state.withLock { $0.nodes[handle]?.record }
     }
 
-    /// The handles of a node and every node below it.
-    func subtree(_ handle: NodeHandle) -> [NodeHandle] {
-        state.withLock { state in
-            guard let node = state.nodes[handle] else { return [] }
-            return Self.collect(node).map(\.handle)
-        }
-    }
-
-    /// The id of the root of a node.
-    func rootHandle(of handle: NodeHandle) -> NodeHandle? {
-        state.withLock { state in
-            guard var node = state.nodes[handle] else { return nil }
-            while let parent = node.parent { node = parent }
-            return node.handle
-        }
-    }
-
     enum ChildStart {
         /// A new child, or one whose earlier run did not complete: run its code.
         case run(NodeHandle)
