@@ -183,7 +183,7 @@ struct ChangeDocument: Decodable {
             "progressctl: error: owner 'service' refused to cancel task 'live-2': the task is at a step that cannot stop",
         ])
         owner.cancel()
-        let handled = try await owner.value
+        let handled = await owner.value
         #expect(handled.map(\.action) == [.pause, .cancel])
         #expect(handled.map(\.taskID) == ["live-1", "live-2"])
     }
@@ -215,7 +215,7 @@ struct ChangeDocument: Decodable {
         let retried = try await fixture.run(["retry", "held-failed"])
         #expect(retried.status == 0, "\(retried.stderr)")
         owner.cancel()
-        let handled = try await owner.value
+        let handled = await owner.value
         #expect(handled.map(\.action) == [.remove, .retry])
         // The owner applies the changes; progressctl wrote only the requests.
         #expect(try await fixture.store.task(id: "held-running")?.status == .running)

@@ -36,7 +36,7 @@ struct SQLiteTaskStoreFileTests {
         let directory = try TemporaryDirectory()
         let path = directory.file("notes.txt")
         let text = Data(String(repeating: "not a database\n", count: 500).utf8)
-        FileManager.default.createFile(atPath: path, contents: text)
+        _ = FileManager.default.createFile(atPath: path, contents: text)
         let error = try #require(openError(path))
         #expect(error.reason == .notADatabase)
         #expect(error.path == path && error.description.contains(path))
