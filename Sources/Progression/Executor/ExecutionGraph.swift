@@ -375,7 +375,7 @@ final class ExecutionGraph: Sendable {
         node.parentSegment = parent.segment
         node.contribution = contribution
         node.record.weight = weight
-        propagate(from: parent, state: &state)
+        recompute(parent, state: &state)
     }
 
     /// When a task runs again (after a crash, or on retry), its children from the earlier run are counted in its
@@ -452,10 +452,6 @@ final class ExecutionGraph: Sendable {
         parent.segmentDone += node.record.weight * (contribution - node.contribution)
         node.contribution = contribution
         recompute(parent, state: &state)
-    }
-
-    private static func propagate(from node: Node, state: inout State) {
-        recompute(node, state: &state)
     }
 
     private static func markDirty(_ node: Node, _ level: Node.Dirty, state: inout State) {
