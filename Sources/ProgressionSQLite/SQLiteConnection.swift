@@ -10,14 +10,22 @@ import Darwin
 
 /// How a connection is opened and configured.
 package struct SQLiteConnectionOptions: Sendable {
-    /// Open for reading only; the file must exist.
+    /// Open for reading only; the file must exist. Nothing is written, and no `-wal` or `-shm` file is created that
+    /// the database's writer could not use (see ``SQLiteConnection/init(path:options:)``).
     package var readOnly = false
     /// Create the file (mode 0600) when it does not exist. Ignored when `readOnly`.
     package var create = true
-    /// How long a statement waits for a lock held by another connection before it fails with `SQLITE_BUSY`.
+    /// How long a statement waits for a lock held by another connection before it fails with `SQLITE_BUSY`; also how
+    /// long an empty file that another process may be creating is waited for.
     package var busyTimeout: Duration = .seconds(5)
     /// `synchronous=NORMAL` (durable across a process crash in WAL mode) or `FULL` (also across a power loss).
     package var synchronous: SQLiteSynchronousMode = .normal
+    /// Checks the database once SQLite has read it and before anything is written to it (before the switch to WAL):
+    /// throwing refuses the database, which is closed as it was. The store refuses other applications' files with it.
+    package var validate: (@Sendable (SQLiteConnection) throws -> Void)?
+    /// Open with SQLite's `immutable=1`: no locks, no side files, the file is assumed never to change. Only for a
+    /// file no writer can change; set by the connection itself for such files.
+    var immutable = false
 
     package init() {}
 }
@@ -47,16 +55,41 @@ package final class SQLiteConnection {
 
     /// Opens (and, by default, creates) the database at `path`.
     ///
+    /// Before SQLite sees the file it is checked: a symbolic link owned by another user (neither root nor the current
+    /// user) is not followed, as OpenSSH and systemd treat such paths; a dangling link, a missing directory, a file or
+    /// directory that is not writable, and an empty file that this process did not create just now (a truncated
+    /// database, or one left by a process that failed before its first write) are refused with a message that says
+    /// so. An empty file another process is creating is waited for, up to the busy timeout.
+    ///
+    /// Read-only, a database in WAL mode whose `-wal` or `-shm` file is missing is opened without creating files its
+    /// writer could not use: with `immutable=1` when no writer can change it (the file or its directory has no write
+    /// permission at all, or the file system is read-only) and its `-wal` is missing or empty; else, as its owner or
+    /// root, after creating the missing files with the database's owner and its mode plus `rw` for the owner (once
+    /// ``SQLiteConnectionOptions/validate`` accepted the database); as another user it is refused.
+    ///
     /// - Throws: ``SQLiteError`` naming the file when it cannot be opened, is not a database, is truncated, is
-    ///   read-only while writing was asked for, or when WAL cannot be enabled. The file is not modified then.
+    ///   read-only while writing was asked for, is refused by `validate`, or when WAL cannot be enabled. The file is
+    ///   not modified then.
     package init(path: String, options: SQLiteConnectionOptions = .init()) throws {
         self.path = path
-        try Self.checkFile(path: path, options: options)
+        let plan = try Self.checkFile(path: path, options: options)
+        if !plan.sideFilesToCreate.isEmpty {
+            // Check the database before creating anything beside it: a database refused is left without side files.
+            var probe = options
+            probe.immutable = true
+            try SQLiteConnection(path: path, options: probe).close()
+            try Self.createSideFiles(plan.sideFilesToCreate, like: plan.resolvedPath)
+        }
 
         var flags = SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE
-        flags |= options.readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE
+        flags |= options.readOnly || plan.immutable ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE
+        var name = path
+        if plan.immutable {
+            flags |= SQLITE_OPEN_URI
+            name = Self.immutableURI(plan.resolvedPath)
+        }
         var db: OpaquePointer?
-        let code = sqlite3_open_v2(path, &db, flags, nil)
+        let code = sqlite3_open_v2(name, &db, flags, nil)
         guard code == SQLITE_OK, let db else {
             let message = db.flatMap { sqlite3_errmsg($0) }.map { String(cString: $0) } ?? "cannot open"
             sqlite3_close_v2(db)
@@ -65,7 +98,7 @@ package final class SQLiteConnection {
         handle = db
         interruptHandle = SQLiteInterruptHandle(handle: db)
         do {
-            try configure(options: options)
+            try configure(options: options, writable: !options.readOnly && !plan.immutable)
         } catch {
             close()
             throw error
@@ -83,7 +116,7 @@ package final class SQLiteConnection {
         sqlite3_close_v2(handle)
     }
 
-    private func configure(options: SQLiteConnectionOptions) throws {
+    private func configure(options: SQLiteConnectionOptions, writable: Bool) throws {
         sqlite3_extended_result_codes(handle, 1)
         let milliseconds = options.busyTimeout.components.seconds * 1000
             + options.busyTimeout.components.attoseconds / 1_000_000_000_000_000
@@ -91,9 +124,11 @@ package final class SQLiteConnection {
         progression_sqlite_disable_dqs(handle)
         progression_sqlite_enable_defensive(handle)
 
+        try checkHeader()
         // The first read of the file: a file that is not a database fails here, before anything is written.
         _ = try scalarInt("PRAGMA schema_version")
-        if !options.readOnly {
+        try options.validate?(self)
+        if writable {
             let mode = try scalarText("PRAGMA journal_mode=WAL")
             guard mode?.lowercased() == "wal" else {
                 throw SQLiteError(
@@ -105,25 +140,40 @@ package final class SQLiteConnection {
         try execute("PRAGMA foreign_keys=ON")
     }
 
-    /// Checks what SQLite would otherwise report late or not at all: a missing directory, a file or directory that is
-    /// not writable (also for root, who SQLite would let write a file marked read-only), a truncated file.
-    private static func checkFile(path: String, options: SQLiteConnectionOptions) throws {
+    // MARK: Checking the file
+
+    /// What ``checkFile(path:options:)`` decided about opening the file.
+    private struct OpenPlan {
+        /// The file `path` names, after its symbolic links (SQLite names the side files after it).
+        var resolvedPath: String
+        /// Open with `immutable=1`.
+        var immutable = false
+        /// The side files (`-wal`, `-shm`) to create, with the database's owner and mode, before SQLite opens it.
+        var sideFilesToCreate: [String] = []
+    }
+
+    /// Checks what SQLite would otherwise report late, wrongly or not at all: a symbolic link that is not safe to
+    /// follow or leads nowhere, a missing directory, a file or directory that is not writable (also for root, who
+    /// SQLite would let write a file marked read-only), an empty file that is not new. Creates a missing file.
+    ///
+    /// Nothing here opens the file once it may be open in SQLite (closing a descriptor of a file drops this process's
+    /// POSIX locks on it, SQLite's included): the header is read through SQLite in ``checkHeader()``.
+    private static func checkFile(path: String, options: SQLiteConnectionOptions) throws -> OpenPlan {
         func fail(_ code: Int32, _ message: String) -> SQLiteError {
             SQLiteError(code: code, message: message, path: path)
         }
+        let resolved = try resolveSymbolicLinks(path, fail: fail)
+        let directory = parentDirectory(of: resolved)
         var info = stat()
-        var exists = stat(path, &info) == 0
-        let directory = parentDirectory(of: path)
-        if !exists {
-            exists = try createFile(path: path, directory: directory, options: options, fail: fail)
-            guard exists else { return }
-            // Another process created it first: check it as an existing file.
+        var createdNow = false
+        if stat(path, &info) != 0 {
+            createdNow = try createFile(path: path, directory: directory, options: options, fail: fail)
             guard stat(path, &info) == 0 else { throw fail(SQLITE_CANTOPEN, "the database file vanished") }
         }
         guard (info.st_mode & S_IFMT) == S_IFREG else {
             throw fail(SQLITE_CANTOPEN, "not a regular file")
         }
-        if !options.readOnly {
+        if !options.readOnly && !options.immutable {
             guard isWritable(path, mode: info.st_mode) else {
                 throw fail(SQLITE_READONLY, "the database file is read-only")
             }
@@ -132,11 +182,52 @@ package final class SQLiteConnection {
                 throw fail(SQLITE_READONLY, "the directory '\(directory)' is not writable (WAL needs to create files)")
             }
         }
-        try checkHeader(path: path, size: Int64(info.st_size), fail: fail)
+        if info.st_size == 0, !createdNow {
+            try waitForEmptyFile(path: path, resolvedPath: resolved, info: &info, timeout: options.busyTimeout, fail: fail)
+        }
+        var plan = OpenPlan(resolvedPath: resolved)
+        if options.immutable {
+            plan.immutable = true
+        } else if options.readOnly {
+            try planReadOnly(&plan, info: info, directory: directory, fail: fail)
+        }
+        return plan
+    }
+
+    /// Follows `path` through its symbolic links to the file it names.
+    ///
+    /// A link owned by another user than root or the current one could be pointed at any file by that user (at
+    /// another user's database, for root): it is refused. So is a dangling link, with a message that says so.
+    private static func resolveSymbolicLinks(_ path: String, fail: (Int32, String) -> SQLiteError) throws -> String {
+        var current = path
+        for _ in 0..<40 {
+            var info = stat()
+            guard lstat(current, &info) == 0 else {
+                guard current == path else {
+                    throw fail(SQLITE_CANTOPEN, "'\(path)' is a dangling symbolic link: its target '\(current)' does not exist")
+                }
+                return current
+            }
+            guard (info.st_mode & S_IFMT) == S_IFLNK else { return current }
+            if info.st_uid != 0 && info.st_uid != geteuid() {
+                let which = current == path ? "'\(path)' is a symbolic link" : "'\(path)' leads through the symbolic link '\(current)'"
+                throw fail(
+                    SQLITE_CANTOPEN,
+                    "\(which) owned by another user (uid \(info.st_uid)), who could point it at any file: it is not followed")
+            }
+            var target = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+            let count = readlink(current, &target, target.count - 1)
+            guard count >= 0 else {
+                throw fail(SQLITE_CANTOPEN, "cannot read the symbolic link '\(current)': \(String(cString: strerror(errno)))")
+            }
+            let destination = String(decoding: target[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            current = destination.hasPrefix("/") ? destination : parentDirectory(of: current) + "/" + destination
+        }
+        throw fail(SQLITE_CANTOPEN, "too many levels of symbolic links")
     }
 
     /// Creates the database file with mode 0600 (SQLite gives the -wal and -shm files the mode of the database file).
-    /// Returns `true` when another process created it first.
+    /// Returns `false` when another process created it first.
     private static func createFile(
         path: String, directory: String, options: SQLiteConnectionOptions, fail: (Int32, String) -> SQLiteError
     ) throws -> Bool {
@@ -150,14 +241,133 @@ package final class SQLiteConnection {
         guard isWritable(directory, mode: directoryInfo.st_mode) else {
             throw fail(SQLITE_READONLY, "the directory '\(directory)' is not writable")
         }
-        let descriptor = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        let descriptor = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
         if descriptor < 0 {
-            if errno == EEXIST { return true }
+            if errno == EEXIST { return false }
             let reason = String(cString: strerror(errno))
             throw fail(SQLITE_CANTOPEN, "cannot create the database file: \(reason)")
         }
         Glibc.close(descriptor)
-        return false
+        return true
+    }
+
+    /// An empty file that this process did not create: a database is never empty once its creator wrote its first
+    /// page, which follows the creation within moments. So a young empty file is waited for (up to `timeout`: another
+    /// process may be creating it, and holds no lock yet); one that stays empty, or that has a `-wal` beside it (which
+    /// only a database with pages gets), is a truncated database or one whose creator failed, and is refused.
+    private static func waitForEmptyFile(
+        path: String, resolvedPath: String, info: inout stat, timeout: Duration, fail: (Int32, String) -> SQLiteError
+    ) throws {
+        var walInfo = stat()
+        if stat(resolvedPath + "-wal", &walInfo) == 0 {
+            throw fail(
+                SQLITE_CORRUPT,
+                "the database file is empty (0 bytes) but has a write-ahead log beside it ('\(resolvedPath)-wal', "
+                    + "\(walInfo.st_size) bytes): it was truncated or replaced; restore it from a backup")
+        }
+        let timeoutMilliseconds = timeout.components.seconds * 1000
+            + timeout.components.attoseconds / 1_000_000_000_000_000
+        let ageMilliseconds = (Int64(time(nil)) - Int64(info.st_mtim.tv_sec)) * 1000
+        if ageMilliseconds <= timeoutMilliseconds + 1000 {
+            var waited: Int64 = 0
+            while info.st_size == 0, waited < timeoutMilliseconds {
+                usleep(10_000)
+                waited += 10
+                guard stat(path, &info) == 0 else { throw fail(SQLITE_CANTOPEN, "the database file vanished") }
+            }
+        }
+        guard info.st_size == 0 else { return }
+        throw fail(
+            SQLITE_CORRUPT,
+            "the database file is empty (0 bytes) and was not created by this process: it was truncated, or its "
+                + "creator failed before writing it; remove it to start a new database")
+    }
+
+    /// Chooses how to open a file read-only without leaving side files its writer could not use: a reader of a
+    /// database in WAL mode makes SQLite create a missing `-wal` and `-shm` with the database's mode and the reader's
+    /// owner (root gives them the database's owner), and never removes them; a `-wal` of mode 0400, or one owned by
+    /// another user, then stops the writer with "attempt to write a readonly database".
+    private static func planReadOnly(
+        _ plan: inout OpenPlan, info: stat, directory: String, fail: (Int32, String) -> SQLiteError
+    ) throws {
+        let file = plan.resolvedPath
+        var sideInfo = stat()
+        let missing = [file + "-wal", file + "-shm"].filter { (name: String) in lstat(name, &sideInfo) != 0 }
+        // Only a database in WAL mode makes a reader create side files. Reading the header with a descriptor of our
+        // own is safe here: with a side file missing, no WAL connection of this process has the file open.
+        guard !missing.isEmpty, isInWALMode(file) else { return }
+        let walIsEmpty = stat(file + "-wal", &sideInfo) != 0 || sideInfo.st_size == 0
+        if walIsEmpty, nobodyWrites(file, mode: info.st_mode, directory: directory) {
+            plan.immutable = true
+            return
+        }
+        let user = geteuid()
+        guard user == 0 || user == info.st_uid else {
+            let names = missing.map { "'\($0)'" }.joined(separator: " and ")
+            throw fail(
+                SQLITE_CANTOPEN,
+                "reading it would create \(names) owned by uid \(user), which its owner (uid \(info.st_uid)) could "
+                    + "not write; read it as that user or root, or while its service has it open")
+        }
+        plan.sideFilesToCreate = missing
+    }
+
+    /// Whether the header marks the file as a database in WAL mode (bytes 18 and 19 are 2).
+    private static func isInWALMode(_ path: String) -> Bool {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { return false }
+        defer { Glibc.close(descriptor) }
+        var versions = [UInt8](repeating: 0, count: 2)
+        let count = versions.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, 2, 18) }
+        return count == 2 && versions == [2, 2]
+    }
+
+    /// Whether no writer of Progression can change the file: the file or its directory has no write permission at
+    /// all (writers refuse those, see ``isWritable(_:mode:)``), or the file system is read-only.
+    private static func nobodyWrites(_ path: String, mode: mode_t, directory: String) -> Bool {
+        if mode & 0o222 == 0 { return true }
+        var directoryInfo = stat()
+        if stat(directory, &directoryInfo) == 0, directoryInfo.st_mode & 0o222 == 0 { return true }
+        var fileSystem = statvfs()
+        return statvfs(path, &fileSystem) == 0 && fileSystem.f_flag & UInt(ST_RDONLY) != 0
+    }
+
+    /// Creates side files for a reader as SQLite would for the writer: the database's owner and group, its mode with
+    /// read and write for the owner (whatever the umask). One that another process created meanwhile is left as it is.
+    private static func createSideFiles(_ files: [String], like database: String) throws {
+        var info = stat()
+        guard stat(database, &info) == 0 else {
+            throw SQLiteError(code: SQLITE_CANTOPEN, message: "the database file vanished", path: database)
+        }
+        let mode = (info.st_mode & 0o666) | 0o600
+        for file in files {
+            let descriptor = open(file, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode)
+            guard descriptor >= 0 else {
+                if errno == EEXIST { continue }
+                throw SQLiteError(
+                    code: SQLITE_CANTOPEN, message: "cannot create '\(file)': \(String(cString: strerror(errno)))",
+                    path: database)
+            }
+            defer { Glibc.close(descriptor) }
+            fchmod(descriptor, mode)
+            if geteuid() == 0 { fchown(descriptor, info.st_uid, info.st_gid) }
+        }
+    }
+
+    /// A `file:` URI opening `path` with `immutable=1` (`%`, `?` and `#` percent-encoded, as SQLite's URIs need).
+    private static func immutableURI(_ path: String) -> String {
+        var encoded = ""
+        for character in path.unicodeScalars {
+            switch character {
+            case "%": encoded += "%25"
+            case "?": encoded += "%3f"
+            case "#": encoded += "%23"
+            default: encoded.unicodeScalars.append(character)
+            }
+        }
+        // A relative path must not begin with "//", which a URI reads as an authority.
+        if !path.hasPrefix("/") { encoded = "./" + encoded }
+        return "file:" + encoded + "?immutable=1"
     }
 
     /// A file or directory is writable when the process may write it and someone may: a file whose mode has no write
@@ -172,18 +382,21 @@ package final class SQLiteConnection {
         return directory.isEmpty ? "/" : directory
     }
 
-    /// Reads the 100-byte header: the magic string, and the size the header records against the file's size (a
-    /// truncated file). A file shorter than a header is left to SQLite (an empty file is a new database).
-    private static func checkHeader(path: String, size: Int64, fail: (Int32, String) -> SQLiteError) throws {
-        // A file shorter than the header is new (or being created by another process), or SQLite refuses it.
-        guard size >= 100 else { return }
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
-        guard descriptor >= 0 else { return }
-        defer { Glibc.close(descriptor) }
+    /// Reads the 100-byte header, through SQLite's own file handle: the magic string, and the size the header records
+    /// against the file's size (a truncated file). A file shorter than a header is left to SQLite (an empty file is
+    /// a new database).
+    private func checkHeader() throws {
+        func fail(_ code: Int32, _ message: String) -> SQLiteError {
+            SQLiteError(code: code, message: message, path: path)
+        }
+        let file = sqlite3_db_filename(handle, "main").map { String(cString: $0) } ?? path
+        var info = stat()
+        guard stat(file, &info) == 0, info.st_size >= 100 else { return }
+        let size = Int64(info.st_size)
         var header = [UInt8](repeating: 0, count: 100)
-        let count = header.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, 100) }
+        guard header.withUnsafeMutableBytes({ readMainFile(into: $0, at: 0) }) == SQLITE_OK else { return }
         let magic = Array("SQLite format 3".utf8) + [0]
-        guard count == 100, Array(header[0..<16]) == magic else {
+        guard Array(header[0..<16]) == magic else {
             throw fail(SQLITE_NOTADB, "file is not a database")
         }
         func bigEndian(_ offset: Int, _ width: Int) -> Int64 {
@@ -197,12 +410,23 @@ package final class SQLiteConnection {
         // The in-header size is valid only when written by a version that maintains it. While a WAL file exists, a
         // checkpoint may have been cut short and the WAL still holds the pages, so the file may be shorter.
         var walInfo = stat()
-        let hasWAL = stat(path + "-wal", &walInfo) == 0 && walInfo.st_size > 0
+        let hasWAL = stat(file + "-wal", &walInfo) == 0 && walInfo.st_size > 0
         if changeCounter == versionValidFor, pageCount > 0, !hasWAL, size < pageCount * pageSize {
             throw fail(
                 SQLITE_CORRUPT,
                 "the database file is truncated: \(size) bytes, its header records \(pageCount * pageSize)")
         }
+    }
+
+    /// Reads bytes of the main database file through SQLite's file handle (see ``checkFile(path:options:)`` for
+    /// why not through a descriptor of our own).
+    private func readMainFile(into buffer: UnsafeMutableRawBufferPointer, at offset: Int64) -> Int32 {
+        var file: UnsafeMutablePointer<sqlite3_file>?
+        let code = sqlite3_file_control(handle, "main", SQLITE_FCNTL_FILE_POINTER, &file)
+        guard code == SQLITE_OK, let file, let methods = file.pointee.pMethods, let read = methods.pointee.xRead else {
+            return SQLITE_ERROR
+        }
+        return read(file, buffer.baseAddress, Int32(buffer.count), offset)
     }
 
     // MARK: Statements

@@ -9,10 +9,18 @@ package struct SQLiteResultCode: RawRepresentable, Hashable, Sendable, CustomStr
 
     package init(rawValue: Int32) { self.rawValue = rawValue }
 
-    /// The primary code (the low 8 bits of an extended code).
-    package var primary: SQLiteResultCode { SQLiteResultCode(rawValue: rawValue & 0xFF) }
+    /// The primary code (the low 8 bits of an extended code). A code of this layer (``SQLiteError/schemaTooNew``,
+    /// ``SQLiteError/foreignDatabase``) is its own primary code.
+    package var primary: SQLiteResultCode {
+        isOwnCode ? self : SQLiteResultCode(rawValue: rawValue & 0xFF)
+    }
+
+    /// Whether this is a code of this layer rather than one of SQLite's (which all fit in 16 bits).
+    package var isOwnCode: Bool { rawValue >= 0x1_0000 }
 
     package var description: String {
+        if self == SQLiteError.schemaTooNew { return "schema too new (code \(rawValue))" }
+        if self == SQLiteError.foreignDatabase { return "another application's database (code \(rawValue))" }
         let text = sqlite3_errstr(rawValue).map { String(cString: $0) } ?? "unknown error"
         return "\(text) (code \(rawValue))"
     }
@@ -69,4 +77,6 @@ package struct SQLiteError: Error, CustomStringConvertible, Sendable {
     package static let tooBig = SQLiteResultCode(rawValue: SQLITE_TOOBIG)
     /// Not a SQLite code: the database carries a schema this binary does not know.
     package static let schemaTooNew = SQLiteResultCode(rawValue: 0x1_0000)
+    /// Not a SQLite code: the file is a SQLite database of another application (it has tables, none of ours).
+    package static let foreignDatabase = SQLiteResultCode(rawValue: 0x2_0000)
 }

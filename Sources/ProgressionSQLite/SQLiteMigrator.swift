@@ -26,7 +26,9 @@ package struct SQLiteMigration: Sendable, Hashable {
 ///
 /// A database that records a migration this binary does not know was written by a newer version: it is refused with
 /// ``SQLiteError`` (`schemaTooNew`) and not modified. So is one whose record of a known migration has another checksum
-/// (a migration edited after it landed).
+/// (a migration edited after it landed). A database of another application — one that has tables but no record of
+/// these migrations — is refused with ``SQLiteError`` (`foreignDatabase`) and not modified: only an empty database is
+/// initialised.
 package struct SQLiteMigrator: Sendable {
     package let migrations: [SQLiteMigration]
 
@@ -44,8 +46,39 @@ package struct SQLiteMigrator: Sendable {
         }
     }
 
+    /// Checks that the database is one these migrations made: it is empty (no table, index, view or trigger), or its
+    /// `schema_migrations` table, with the columns this migrator gives it, records at least one of them.
+    ///
+    /// - Throws: ``SQLiteError`` (`foreignDatabase`) naming a few of its tables otherwise.
+    package func checkOwnership(of connection: SQLiteConnection) throws {
+        let objects = try connection.query(
+            "SELECT type, name FROM sqlite_master WHERE name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY name"
+        ) { (type: $0.text(at: 0), name: $0.text(at: 1)) }
+        guard !objects.isEmpty else { return }
+        if objects.contains(where: { $0.type == "table" && $0.name == "schema_migrations" }) {
+            let columns = Set(
+                try connection.query("SELECT name FROM pragma_table_info('schema_migrations')") { $0.text(at: 0) })
+            if columns.isSuperset(of: ["identifier", "checksum", "applied_at"]) {
+                let known = Set(migrations.map(\.identifier))
+                let recorded = try connection.query("SELECT identifier FROM schema_migrations") { $0.text(at: 0) }
+                if recorded.contains(where: known.contains) { return }
+            }
+        }
+        let tables = objects.filter { $0.type == "table" }.map(\.name)
+        let named = (tables.isEmpty ? objects.map(\.name) : tables)
+        let shown = named.prefix(5).joined(separator: ", ") + (named.count > 5 ? ", …" : "")
+        throw SQLiteError(
+            code: SQLiteError.foreignDatabase.rawValue,
+            message: "it is another application's SQLite database (\(tables.isEmpty ? "objects" : "tables") \(shown); "
+                + "none of Progression's migrations recorded) and was left untouched",
+            path: connection.path)
+    }
+
     /// Checks that the database holds nothing this binary does not know, and returns the migrations still to apply.
+    ///
+    /// - Throws: ``SQLiteError``: `foreignDatabase` (see ``checkOwnership(of:)``), `schemaTooNew`.
     package func pendingMigrations(in connection: SQLiteConnection) throws -> [SQLiteMigration] {
+        try checkOwnership(of: connection)
         let applied = try appliedMigrations(in: connection)
         let known = Dictionary(uniqueKeysWithValues: migrations.map { ($0.identifier, $0) })
         let unknown = applied.filter { known[$0.identifier] == nil }.map(\.identifier)
@@ -74,7 +107,8 @@ package struct SQLiteMigrator: Sendable {
         let pending = try pendingMigrations(in: connection)
         for migration in pending {
             try connection.transaction {
-                // Checked again inside the write lock: another process may have migrated meanwhile.
+                // Checked again inside the write lock: another process may have migrated (or filled) it meanwhile.
+                try checkOwnership(of: connection)
                 let alreadyApplied = try appliedMigrations(in: connection).contains { $0.identifier == migration.identifier }
                 guard !alreadyApplied else { return }
                 try connection.execute(
