@@ -8,7 +8,9 @@ import ProgressionSQLite
 /// interrupts the statement it runs (`sqlite3_interrupt`); the transaction is rolled back.
 ///
 /// Opening it creates the file with mode 0600 when it does not exist, and applies the migrations embedded in the binary.
-/// A database written by a newer version is refused and left untouched.
+/// A database written by a newer version, another application's database (tables but no Progression schema), an
+/// empty file this process did not create (a truncated database), and a path through a symbolic link owned by another
+/// user are refused and left untouched.
 ///
 /// ```swift
 /// let store = try SQLiteTaskStore(path: "/var/lib/myservice/tasks.sqlite")
@@ -26,7 +28,8 @@ public actor SQLiteTaskStore: TaskStore {
         public var busyTimeout: Duration = .seconds(5)
         /// Create the file when it does not exist.
         public var createIfMissing = true
-        /// Open without writing anything (no migration; every write fails).
+        /// Open without writing anything (no migration; every write fails), and without leaving a `-wal` or `-shm`
+        /// file that the database's writer could not use.
         public var readOnly = false
 
         public init() {}
@@ -45,8 +48,11 @@ public actor SQLiteTaskStore: TaskStore {
 
     /// Opens the database at `path`, creating and migrating it as needed.
     ///
-    /// - Throws: ``TaskStoreError`` naming the file: `.cannotOpen` (missing directory or file), `.notADatabase`,
-    ///   `.corrupt` (truncated), `.readOnly`, `.busy`, `.schemaTooNew`. The file is left as it was.
+    /// When `path` is ``defaultPath``, its missing directories are created with mode 0700.
+    ///
+    /// - Throws: ``TaskStoreError`` naming the file: `.cannotOpen` (missing directory or file, a dangling symbolic
+    ///   link or one owned by another user), `.notADatabase`, `.foreignDatabase`, `.corrupt` (truncated, or empty but
+    ///   not new), `.readOnly`, `.busy`, `.schemaTooNew`. The file is left as it was.
     public init(path: String, configuration: Configuration = .init()) throws {
         self.path = path
         queue = DispatchSerialExecutor(label: "progression.sqlite")
@@ -58,6 +64,11 @@ public actor SQLiteTaskStore: TaskStore {
         options.create = configuration.createIfMissing
         options.busyTimeout = configuration.busyTimeout
         options.synchronous = configuration.synchronous == .full ? .full : .normal
+        let migrator = SQLiteMigrator(migrations: SQLiteMigration.embedded)
+        options.validate = { connection in try migrator.checkOwnership(of: connection) }
+        if path == Self.defaultPath, configuration.createIfMissing, !configuration.readOnly {
+            try Self.createParentDirectories(of: path)
+        }
         do {
             connection = try Self.openRetryingBusy(path: path, options: options, readOnly: configuration.readOnly)
         } catch let error as SQLiteError {
@@ -85,6 +96,7 @@ public actor SQLiteTaskStore: TaskStore {
         path: String, options: SQLiteConnectionOptions, readOnly: Bool
     ) throws -> SQLiteConnection {
         do {
+            // `options.validate` refuses another application's database before anything is written to it.
             let connection = try SQLiteConnection(path: path, options: options)
             let migrator = SQLiteMigrator(migrations: SQLiteMigration.embedded)
             if readOnly {
@@ -102,14 +114,44 @@ public actor SQLiteTaskStore: TaskStore {
     }
 
     /// The default database path: `$PROGRESSION_DB`, else `$XDG_STATE_HOME/progression/progression.sqlite`, else
-    /// `~/.local/state/progression/progression.sqlite`. The library and `progressctl` agree on it.
+    /// `$HOME/.local/state/progression/progression.sqlite`. The library and `progressctl` agree on it.
+    ///
+    /// As the XDG Base Directory specification says, `$XDG_STATE_HOME` counts only when it is an absolute path; a
+    /// missing or relative `$HOME` falls back to the home directory of the user database.
     public static var defaultPath: String {
         let environment = ProcessInfo.processInfo.environment
         if let path = environment["PROGRESSION_DB"], !path.isEmpty { return path }
-        let state =
-            environment["XDG_STATE_HOME"].flatMap { $0.isEmpty ? nil : $0 }
-            ?? (NSHomeDirectory() + "/.local/state")
+        let state: String
+        if let directory = environment["XDG_STATE_HOME"], directory.hasPrefix("/") {
+            state = directory
+        } else if let home = environment["HOME"], home.hasPrefix("/") {
+            state = (home.hasSuffix("/") ? String(home.dropLast()) : home) + "/.local/state"
+        } else {
+            state = NSHomeDirectory() + "/.local/state"
+        }
         return state + "/progression/progression.sqlite"
+    }
+
+    /// Creates the missing directories above `path` with mode 0700 whatever the umask: the state directory holds one
+    /// user's tasks. Directories that exist are left as they are.
+    ///
+    /// - Throws: ``TaskStoreError`` (`.cannotOpen`) naming the directory that cannot be created.
+    package static func createParentDirectories(of path: String) throws {
+        var missing: [String] = []
+        var directory = (path as NSString).deletingLastPathComponent
+        var info = stat()
+        while !directory.isEmpty, directory != "/", stat(directory, &info) != 0 {
+            missing.append(directory)
+            directory = (directory as NSString).deletingLastPathComponent
+        }
+        for directory in missing.reversed() {
+            guard mkdir(directory, 0o700) == 0 || errno == EEXIST else {
+                throw TaskStoreError(
+                    .cannotOpen, path: path,
+                    message: "cannot create the directory '\(directory)': \(String(cString: strerror(errno)))")
+            }
+            chmod(directory, 0o700)
+        }
     }
 
     // MARK: Writing
@@ -524,8 +566,9 @@ public actor SQLiteTaskStore: TaskStore {
 
     static func storeError(_ error: SQLiteError, path: String) -> TaskStoreError {
         let reason: TaskStoreError.Reason =
-            switch error.code == SQLiteError.schemaTooNew ? error.code : error.code.primary {
+            switch error.code.primary {
             case SQLiteError.schemaTooNew: .schemaTooNew
+            case SQLiteError.foreignDatabase: .foreignDatabase
             case SQLiteError.cantOpen: .cannotOpen
             case SQLiteError.notADatabase: .notADatabase
             case SQLiteError.corrupt: .corrupt

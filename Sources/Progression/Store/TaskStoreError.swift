@@ -12,6 +12,9 @@ public struct TaskStoreError: Error, Sendable, Hashable, LocalizedError, CustomS
         case cannotOpen
         /// The file is not a SQLite database.
         case notADatabase
+        /// The file is a SQLite database of another application: it has tables but no Progression schema. It is
+        /// never migrated; it is left as it was.
+        case foreignDatabase
         /// The file is damaged or truncated.
         case corrupt
         /// The file or its directory is read-only.
@@ -54,7 +57,7 @@ public struct TaskStoreError: Error, Sendable, Hashable, LocalizedError, CustomS
         let summary: String =
             switch reason {
             case .cannotOpen: "cannot open the database\(location)"
-            case .notADatabase: "\(path.map { "'\($0)'" } ?? "the file") is not a Progression database"
+            case .notADatabase, .foreignDatabase: "\(path.map { "'\($0)'" } ?? "the file") is not a Progression database"
             case .corrupt: "the database\(location) is damaged"
             case .readOnly: "the database\(location) is read-only"
             case .busy: "the database\(location) is locked by another process"

@@ -154,6 +154,87 @@ struct SQLiteTaskStoreFileTests {
         try await store.insert([makeRecord(id: "a")], events: [])
         #expect(try await store.task(id: "a") != nil)
     }
+
+    @Test(arguments: ["DELETE", "WAL"])
+    func anotherApplicationsDatabaseIsRefusedAndLeftByteForByte(journalMode: String) throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.file("other-app.sqlite")
+        do {
+            let other = try SQLiteConnection(path: path)
+            try other.execute(
+                "PRAGMA journal_mode=\(journalMode); CREATE TABLE invoices (id INTEGER PRIMARY KEY, total REAL); "
+                    + "INSERT INTO invoices VALUES (1, 9.5);")
+            other.close()
+        }
+        let before = try #require(contents(path))
+        var readOnly = SQLiteTaskStore.Configuration()
+        readOnly.readOnly = true
+        for configuration in [SQLiteTaskStore.Configuration(), readOnly] {
+            let error = try #require(openError(path, configuration))
+            #expect(error.reason == .foreignDatabase)
+            #expect(error.description.contains("'\(path)' is not a Progression database"), "\(error)")
+            #expect(error.description.contains("invoices") && error.description.contains("untouched"))
+            #expect(contents(path) == before)
+            for side in ["-wal", "-shm", "-journal"] {
+                #expect(!FileManager.default.fileExists(atPath: path + side), "\(side) left behind")
+            }
+        }
+    }
+
+    @Test func anEmptyFileItDidNotCreateIsRefusedAsDamage() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.file("zero.sqlite")
+        _ = FileManager.default.createFile(atPath: path, contents: Data())
+        var configuration = SQLiteTaskStore.Configuration()
+        configuration.busyTimeout = .milliseconds(100)
+        let error = try #require(openError(path, configuration))
+        #expect(error.reason == .corrupt)
+        #expect(error.description.contains("empty (0 bytes)") && error.description.contains(path))
+        #expect(contents(path) == Data())
+        #expect(!FileManager.default.fileExists(atPath: path + "-wal"))
+    }
+
+    @Test func aDanglingSymbolicLinkIsSaidToBeOne() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.file("link.sqlite")
+        try FileManager.default.createSymbolicLink(atPath: path, withDestinationPath: directory.file("nowhere.sqlite"))
+        let error = try #require(openError(path))
+        #expect(error.reason == .cannotOpen)
+        #expect(error.description.contains("'\(path)' is a dangling symbolic link"), "\(error)")
+        #expect(!FileManager.default.fileExists(atPath: directory.file("nowhere.sqlite")))
+    }
+
+    /// `list --since 99999999999999d` and `prune --older-than 99999999999999d` reached these with dates some 10¹⁴ days
+    /// away, and trapped converting their milliseconds to Int64.
+    @Test func datesFarOutOfRangeDoNotTrap() async throws {
+        let directory = try TemporaryDirectory()
+        let store = try SQLiteTaskStore(path: directory.file("dates.sqlite"))
+        var old = makeRecord(id: "old", status: .completed)
+        old.finishedAt = Date(timeIntervalSince1970: 1_000)
+        try await store.insert([old, makeRecord(id: "new")], events: [])
+        let farPast = Date(timeIntervalSince1970: -8.64e18)
+        let farFuture = Date(timeIntervalSince1970: 8.64e18)
+        #expect(try await store.roots(TaskQuery(createdSince: farPast)).count == 2)
+        #expect(try await store.roots(TaskQuery(createdSince: .distantPast)).count == 2)
+        #expect(try await store.roots(TaskQuery(createdSince: farFuture)).isEmpty)
+        #expect(try await store.prune(finishedBefore: farPast, statuses: [.completed]) == 0)
+        #expect(try await store.prune(finishedBefore: farFuture, statuses: [.completed]) == 1)
+        #expect(try await store.task(id: "new") != nil)
+    }
+
+    @Test func theDefaultStateDirectoriesAreMadeForTheUserAlone() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.file("state/progression/progression.sqlite")
+        try SQLiteTaskStore.createParentDirectories(of: path)
+        for created in [directory.file("state"), directory.file("state/progression")] {
+            let attributes = try FileManager.default.attributesOfItem(atPath: created)
+            #expect((attributes[.posixPermissions] as? Int) == 0o700, "\(created)")
+        }
+        // An existing directory keeps its mode.
+        let before = try FileManager.default.attributesOfItem(atPath: directory.path)[.posixPermissions] as? Int
+        try SQLiteTaskStore.createParentDirectories(of: path)
+        #expect(try FileManager.default.attributesOfItem(atPath: directory.path)[.posixPermissions] as? Int == before)
+    }
 }
 
 /// The migrations embedded in the binary are the files of migrations/.
