@@ -70,7 +70,7 @@ extension Progressctl {
             if options.json {
                 try JSONOutput.print(report)
             } else {
-                Terminal.output("database: \(report.path)")
+                Terminal.output("database: \(report.path.escapedForTerminal)")
                 Terminal.output("integrity: " + (report.integrityOK ? Terminal.paint("ok", .green) : Terminal.paint(integrity.joined(separator: "; "), .red)))
                 Terminal.output("schema: \(schema.last ?? "none") (\(schema.count) migration\(schema.count == 1 ? "" : "s"))")
                 if ownerReports.isEmpty {
@@ -78,7 +78,7 @@ extension Progressctl {
                 } else {
                     Terminal.output("owners:")
                     let rows = ownerReports.map { owner in
-                        [owner.id, owner.host, "\(owner.pid)", Format.time(owner.startedAt), Format.time(owner.heartbeatAt),
+                        [owner.id.escapedForTerminal, owner.host.escapedForTerminal, "\(owner.pid)", Format.time(owner.startedAt), Format.time(owner.heartbeatAt),
                          Terminal.paint(owner.liveness, owner.alive ? .green : .red), "\(owner.unfinishedTasks)"]
                     }
                     for line in Format.table(header: ["ID", "HOST", "PID", "STARTED", "HEARTBEAT", "LIVENESS", "TASKS"], rows: rows) {

@@ -55,8 +55,8 @@ extension Progressctl {
                 var text = event.message ?? ""
                 if let type = event.errorType { text = "\(type): \(text)" }
                 let kind = event.kind == .failed ? Terminal.paint(event.kind.rawValue, .red) : event.kind.rawValue
-                return [Format.time(event.at), names[event.taskID] ?? event.taskID, kind, "\(event.attempt)",
-                        Format.percent(event.progress), text]
+                return [Format.time(event.at), (names[event.taskID] ?? event.taskID).escapedForTerminal, kind,
+                        "\(event.attempt)", Format.percent(event.progress), text.escapedForTerminal]
             }
             for line in Format.table(header: ["TIME", "TASK", "EVENT", "ATTEMPT", "PROGRESS", "MESSAGE"], rows: rows) {
                 Terminal.output(line)

@@ -26,10 +26,10 @@ extension Progressctl {
         @Option(name: .long, help: ArgumentHelp("Only tasks created within a duration (30m, 12h, 7d) or since an ISO-8601 date.", valueName: "duration|date"))
         var since: String?
 
-        @Option(name: .long, help: "At most this many tasks.")
+        @Option(name: .long, parsing: .unconditional, help: "At most this many tasks.")
         var limit: Int = 50
 
-        @Option(name: .long, help: "Skip this many tasks first.")
+        @Option(name: .long, parsing: .unconditional, help: "Skip this many tasks first.")
         var offset: Int = 0
 
         func run() async throws {
@@ -51,8 +51,9 @@ extension Progressctl {
             }
             let rows = roots.map { task in
                 [
-                    task.id, task.name, task.kind ?? "-", Format.status(task.status), Format.bar(task.progress, width: 10),
-                    task.step ?? "-", "\(task.attempt)", Format.time(task.updatedAt),
+                    task.id.escapedForTerminal, task.name.escapedForTerminal, task.kind?.escapedForTerminal ?? "-",
+                    Format.status(task.status), Format.bar(task.progress, width: 10),
+                    task.step?.escapedForTerminal ?? "-", "\(task.attempt)", Format.time(task.updatedAt),
                 ]
             }
             for line in Format.table(

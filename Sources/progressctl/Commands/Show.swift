@@ -29,14 +29,14 @@ extension Progressctl {
             }
             for node in nodes {
                 let indent = String(repeating: "  ", count: depths[node.id] ?? 0)
-                var head = "\(indent)\(Terminal.paint(node.name, .bold))  \(Format.bar(node.progress))  \(Format.status(node.status))"
-                if let step = node.step { head += "  step: \(step)" }
+                var head = "\(indent)\(Terminal.paint(node.name.escapedForTerminal, .bold))  \(Format.bar(node.progress))  \(Format.status(node.status))"
+                if let step = node.step { head += "  step: \(step.escapedForTerminal)" }
                 head += "  attempt \(node.attempt)"
                 if node.interruptions > 0 { head += "  interrupted \(node.interruptions)×" }
                 Terminal.output(head)
-                var detail = "\(indent)    id \(node.id)"
-                if let kind = node.kind { detail += "  kind \(kind)" }
-                if let owner = node.ownerID, node.isRoot { detail += "  owner \(owner)" }
+                var detail = "\(indent)    id \(node.id.escapedForTerminal)"
+                if let kind = node.kind { detail += "  kind \(kind.escapedForTerminal)" }
+                if let owner = node.ownerID, node.isRoot { detail += "  owner \(owner.escapedForTerminal)" }
                 if let checkpoint = node.checkpoint { detail += "  checkpoint \(Format.bytes(Int64(checkpoint.count)))" }
                 Terminal.output(detail)
                 var times = "\(indent)    created \(Format.time(node.createdAt))"
@@ -47,7 +47,8 @@ extension Progressctl {
                 Terminal.output(times)
                 if node.errorType != nil || node.errorDescription != nil {
                     let type = node.errorType.map { "\($0): " } ?? ""
-                    Terminal.output("\(indent)    " + Terminal.paint("error: \(type)\(node.errorDescription ?? "")", .red))
+                    let text = "error: \(type)\(node.errorDescription ?? "")".escapedForTerminal
+                    Terminal.output("\(indent)    " + Terminal.paint(text, .red))
                 }
             }
         }

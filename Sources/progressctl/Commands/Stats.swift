@@ -49,9 +49,9 @@ extension Progressctl {
             }
             if !report.byKind.isEmpty {
                 Terminal.output("by kind:")
-                let width = report.byKind.keys.map(\.count).max() ?? 0
+                let width = report.byKind.keys.map(\.escapedForTerminal.count).max() ?? 0
                 for (kind, count) in report.byKind.sorted(by: { $0.key < $1.key }) {
-                    Terminal.output("  \(kind.rightPadded(to: width)) \(count)")
+                    Terminal.output("  \(kind.escapedForTerminal.rightPadded(to: width)) \(count)")
                 }
             }
             Terminal.output("oldest pending: \(report.oldestPendingCreatedAt.map { Format.time($0) } ?? "none")")

@@ -1,4 +1,5 @@
 import Foundation
+import Progression
 
 #if canImport(Glibc)
 import Glibc
@@ -19,9 +20,9 @@ enum Terminal {
         FileHandle.standardOutput.write(Data(text.utf8))
     }
 
-    /// Writes a line to stderr.
+    /// Writes a line to stderr, its control characters escaped (diagnostics quote names and paths).
     static func standardError(_ line: String) {
-        FileHandle.standardError.write(Data((line + "\n").utf8))
+        FileHandle.standardError.write(Data((line.escapedForTerminal + "\n").utf8))
     }
 
     enum Color: String {
