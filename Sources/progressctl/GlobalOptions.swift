@@ -13,7 +13,7 @@ struct GlobalOptions: ParsableArguments {
     var json = false
 
     /// How long to wait for another process's write lock.
-    @Option(name: .customLong("busy-timeout"), help: ArgumentHelp("Milliseconds to wait for another process's lock.", valueName: "ms"))
+    @Option(name: .customLong("busy-timeout"), parsing: .unconditional, help: ArgumentHelp("Milliseconds to wait for another process's lock.", valueName: "ms"))
     var busyTimeout: Int = 5000
 
     /// The path in force: `--db`, else `$PROGRESSION_DB`, else the library's default.
@@ -26,7 +26,9 @@ struct GlobalOptions: ParsableArguments {
     func openStore(readOnly: Bool) throws -> SQLiteTaskStore {
         let path = databasePath
         var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
+        // A dangling symbolic link goes on to the store, which says so.
+        let isLink = (try? FileManager.default.destinationOfSymbolicLink(atPath: path)) != nil
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) || isLink else {
             throw CLIError("no database at '\(path)' (give --db PATH or set PROGRESSION_DB)")
         }
         guard !isDirectory.boolValue else { throw CLIError("'\(path)' is a directory, not a database") }

@@ -21,8 +21,25 @@ enum InputParsing {
         return statuses
     }
 
-    /// Seconds in a duration like `90s`, `30m`, `12h`, `7d`, `2w` (a plain number is seconds).
+    /// The longest duration accepted, 100 years: longer ones reach back before any task was made, and far enough
+    /// ones before any date a computer can count.
+    static let maximumDays = 36_500
+
+    /// Seconds in a duration like `90s`, `30m`, `12h`, `7d`, `2w` (a plain number is seconds), at most
+    /// ``maximumDays``.
+    ///
+    /// - Throws: ``CLIError`` (a usage error) for a value that is not such a duration, or is longer.
     static func seconds(_ text: String, option: String) throws -> TimeInterval {
+        guard let seconds = try duration(text, option: option) else {
+            throw CLIError.usage("invalid duration '\(text)' for \(option) (expected e.g. 30m, 12h, 7d)")
+        }
+        return seconds
+    }
+
+    /// Seconds in `text` when it is a duration, `nil` when it is not one.
+    ///
+    /// - Throws: ``CLIError`` (a usage error) for a duration longer than ``maximumDays``.
+    private static func duration(_ text: String, option: String) throws -> TimeInterval? {
         let trimmed = text.trimmingCharacters(in: .whitespaces).lowercased()
         let units: [Character: Double] = ["s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604_800]
         var number = Substring(trimmed)
@@ -31,15 +48,18 @@ enum InputParsing {
             number = trimmed.dropLast()
             factor = unit
         }
-        guard let value = Double(number), value.isFinite, value >= 0 else {
-            throw CLIError.usage("invalid duration '\(text)' for \(option) (expected e.g. 30m, 12h, 7d)")
+        guard let value = Double(number), value.isFinite, value >= 0 else { return nil }
+        let seconds = value * factor
+        guard seconds <= Double(maximumDays) * 86_400 else {
+            throw CLIError.usage(
+                "duration '\(text)' for \(option) is too long (at most \(maximumDays)d, 100 years)")
         }
-        return value * factor
+        return seconds
     }
 
     /// A point in time: `now - duration` for a duration (`12h`), else an ISO-8601 date or date-time.
     static func since(_ text: String, option: String, now: Date = Date()) throws -> Date {
-        if let seconds = try? seconds(text, option: option) { return now.addingTimeInterval(-seconds) }
+        if let seconds = try duration(text, option: option) { return now.addingTimeInterval(-seconds) }
         let full = ISO8601DateFormatter()
         if let date = full.date(from: text) { return date }
         full.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
