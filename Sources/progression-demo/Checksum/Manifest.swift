@@ -1,8 +1,13 @@
 import Foundation
+import Progression
 
 /// The job's output: one line per file, sorted by relative path, tab-separated — path, bytes, lines, words, FNV-1a 64
 /// checksum; a file that could not be read has `-` for its numbers and `ERROR <why>` for its checksum. The same
 /// directory contents always give the same bytes (no dates, no absolute paths).
+///
+/// Every line is one record of 5 fields whatever the file names: in the path and the error text a backslash is written
+/// `\\`, a tab `\t`, a newline `\n`, a carriage return `\r`, ESC `\e`, another control character `\x07`-style (C1
+/// controls, line separators and bidirectional overrides `\u{202E}`-style); see `String.escapedForTSVField`.
 ///
 /// ```
 /// # path	bytes	lines	words	fnv1a64
@@ -15,10 +20,11 @@ struct Manifest: Sendable {
     var text: String {
         var lines = ["# path\tbytes\tlines\twords\tfnv1a64"]
         for result in results.sorted(by: { $0.path < $1.path }) {
+            let path = result.path.escapedForTSVField
             if let error = result.error {
-                lines.append("\(result.path)\t-\t-\t-\tERROR \(error)")
+                lines.append("\(path)\t-\t-\t-\tERROR \(error.escapedForTSVField)")
             } else {
-                lines.append("\(result.path)\t\(result.bytes)\t\(result.lines)\t\(result.words)\t\(result.checksum)")
+                lines.append("\(path)\t\(result.bytes)\t\(result.lines)\t\(result.words)\t\(result.checksum)")
             }
         }
         return lines.joined(separator: "\n") + "\n"

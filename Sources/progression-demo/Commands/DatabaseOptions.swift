@@ -36,7 +36,14 @@ struct DatabaseOptions: ParsableArguments {
         configuration.maxInterruptions = 20
         let executor: TaskExecutor
         do {
+            // The default state directories are one user's: 0700 whatever the umask (before the executor would make
+            // them with the umask's mode).
+            if databasePath == SQLiteTaskStore.defaultPath {
+                try SQLiteTaskStore.createParentDirectories(of: databasePath)
+            }
             executor = try TaskExecutor(path: databasePath, configuration: configuration)
+        } catch let error as TaskStoreError {
+            throw DemoError(error.description)  // it names the file
         } catch {
             throw DemoError("cannot open the database '\(databasePath)': \(ProgressionError.describe(error))")
         }
