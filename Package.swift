@@ -24,6 +24,8 @@ let package = Package(
         // Graceful shutdown on SIGTERM/SIGINT for the executor as a service; brings swift-log.
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        // The run queue's heap (already built for swift-service-lifecycle's dependencies).
+        .package(url: "https://github.com/apple/swift-collections", from: "1.6.0"),
     ],
     targets: [
         // The system's libsqlite3 (Debian: libsqlite3-dev).
@@ -44,6 +46,7 @@ let package = Package(
                 "ProgressionSQLite",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "HeapModule", package: "swift-collections"),
             ],
             swiftSettings: swiftSettings
         ),

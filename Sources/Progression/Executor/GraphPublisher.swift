@@ -6,16 +6,24 @@ import Synchronization
 final class GraphPublisher: Sendable {
     private let subscribers = Mutex<[UUID: AsyncStream<TaskGraph>.Continuation]>([:])
     private let latest = Mutex<TaskGraph?>(nil)
+    private let finished = Mutex(false)
 
-    /// A new stream that starts with the latest graph.
-    func subscribe() -> AsyncStream<TaskGraph> {
+    /// Whether anyone listens: without subscribers the executor builds no graphs.
+    var hasSubscribers: Bool { !subscribers.withLock { $0.isEmpty } }
+
+    /// A new stream that starts with `current` (the latest graph, or `nil` once the executor shut down).
+    func subscribe(current: TaskGraph?) -> AsyncStream<TaskGraph> {
         let (stream, continuation) = AsyncStream.makeStream(of: TaskGraph.self, bufferingPolicy: .bufferingNewest(1))
         let id = UUID()
         continuation.onTermination = { [weak self] _ in
             _ = self?.subscribers.withLock { $0.removeValue(forKey: id) }
         }
-        subscribers.withLock { $0[id] = continuation }
-        if let graph = latest.withLock({ $0 }) { continuation.yield(graph) }
+        if let graph = current ?? latest.withLock({ $0 }) { continuation.yield(graph) }
+        if finished.withLock({ $0 }) {
+            continuation.finish()
+        } else {
+            subscribers.withLock { $0[id] = continuation }
+        }
         return stream
     }
 
@@ -27,6 +35,7 @@ final class GraphPublisher: Sendable {
     }
 
     func finish() {
+        finished.withLock { $0 = true }
         let all = subscribers.withLock { subscribers in
             defer { subscribers.removeAll() }
             return Array(subscribers.values)

@@ -1,10 +1,18 @@
 import Foundation
+import Synchronization
 import Logging
 import ProgressionSQLite
 
-/// The one writer of an executor. It runs on a serial executor of its own (a dispatch queue), so that task code that
-/// reports in a tight loop, keeping every thread of Swift's cooperative pool busy, cannot starve it: the store keeps
-/// up within the write window.
+/// The one writer of an executor: the only route from the executor's tasks to the store.
+///
+/// It waits for changes, lets them gather for the batching window (skipped when someone waits for a commit), and
+/// stores every changed node's changed columns with the queued events in one transaction. It runs on a serial executor
+/// of its own (a dispatch queue), so that task code that reports in a tight loop, keeping every thread of Swift's
+/// cooperative pool busy, cannot starve it.
+///
+/// A failed batch (a full disk, an I/O error, a lock held too long) is not a task's failure: its content goes back into
+/// the write set, the graph says the storage is failing, a warning is logged once, and the writer tries again with
+/// backoff; who waits for a commit waits until a batch succeeds.
 actor StoreWriter {
     private let engine: ExecutionEngine
     private let queue = DispatchSerialExecutor(label: "progression.writer")
@@ -15,75 +23,105 @@ actor StoreWriter {
         self.engine = engine
     }
 
-    /// Waits for changes, lets them gather for the batching window (skipped when someone waits for a commit), and
-    /// stores every dirty node's latest state with the queued events in one transaction; one batch per window.
-    /// Returns when the graph closes, after storing what is left.
+    /// The wait before the next try after `failures` failed batches in a row: 50 ms, doubling, at most 5 s.
+    static func backoff(afterFailures failures: Int) -> Duration {
+        .milliseconds(min(5_000, 50 << min(failures - 1, 7)))
+    }
+
+    /// Writes until the graph closes, then stores what is left (giving up when the store keeps failing).
     func run() async {
-        let graph = engine.graph
+        let engine = engine
         let window = engine.configuration.writeWindow
-        let sampleInterval = engine.configuration.progressSampleInterval.seconds
         var failures = 0
-        for await _ in graph.writerSignals {
-            await graph.batchingWindow(window)
-            guard let (batch, sequence) = graph.takeBatch(
-                now: ExecutionEngine.now(), sampleInterval: sampleInterval, owner: engine.ownerID)
-            else { continue }
-            if await write(batch, upTo: sequence) {
-                failures = 0
-            } else {
-                // Queued again by `failed`; back off, then the loop takes it again.
-                failures += 1
-                try? await Task.sleep(for: .milliseconds(min(1000, 50 * failures)))
-                graph.wakeWriter(urgent: false)
+        for await _ in engine.writerSignals {
+            await batchingWindow(window)
+            while true {
+                guard let taken = takeBatch() else { break }
+                if await write(taken) {
+                    failures = 0
+                } else {
+                    failures += 1
+                    do {
+                        try await engine.clock.sleep(Self.backoff(afterFailures: failures))
+                    } catch {
+                        break
+                    }
+                }
+                // More changed meanwhile and someone waits: go on at once (group commit under load).
+                guard engine.state.withLock({ $0.hasPendingWrites && ($0.urgent || !$0.commitWaiters.isEmpty) })
+                else { break }
             }
-            if graph.pendingWork { graph.wakeWriter(urgent: false) }
+            if engine.state.withLock({ $0.hasPendingWrites }) { engine.wakeWriter(urgent: false) }
         }
         // Closing: store what is left.
-        while let (batch, sequence) = graph.takeBatch(
-            now: ExecutionEngine.now(), sampleInterval: sampleInterval, owner: engine.ownerID)
-        {
-            guard await write(batch, upTo: sequence) else { break }
+        while let taken = takeBatch() {
+            guard await write(taken) else { break }
         }
     }
 
-    /// Stores one batch; on failure its content is queued again and its waiters learn the error.
-    private func write(_ batch: TaskBatch, upTo sequence: Int64) async -> Bool {
+    /// The next batch; `nil` when nothing changed (then everything is committed, and who waited is resumed).
+    private func takeBatch() -> GraphState.TakenBatch? {
+        let now = engine.now()
+        let interval = engine.configuration.progressSampleInterval.seconds
+        let owner = engine.ownerID
+        let (taken, waiters) = engine.state.withLock { state -> (GraphState.TakenBatch?, [CheckedContinuation<Void, any Error>]) in
+            state.urgent = false
+            if let taken = state.takeBatch(now: now, sampleInterval: interval, owner: owner) { return (taken, []) }
+            return (nil, state.committed(upTo: state.changeSequence))
+        }
+        for waiter in waiters { waiter.resume() }
+        return taken
+    }
+
+    /// Stores one batch; returns whether it committed.
+    private func write(_ taken: GraphState.TakenBatch) async -> Bool {
         do {
-            let result = try await engine.store.apply(batch)
-            // Conflicts first, so that who waits for the commit sees them when woken.
-            let children = result.conflictingTaskIDs.isEmpty ? [] : engine.graph.insertsConflicted(result.conflictingTaskIDs)
-            engine.graph.committed(upTo: sequence)
+            let result = try await engine.store.apply(taken.batch)
+            let (waiters, children) = engine.state.withLock { state in
+                // Conflicts first, so that who waits for the commit sees them when woken.
+                let children = result.conflictingTaskIDs.isEmpty ? [] : state.markConflicted(result.conflictingTaskIDs)
+                return (state.committed(upTo: taken.sequence), children)
+            }
+            for waiter in waiters { waiter.resume() }
+            engine.noteStorageRecovered()
+            engine.publisherSignal.signal()
             if !result.rejectedTaskIDs.isEmpty || !children.isEmpty {
                 engine.leaseLost(result.rejectedTaskIDs + children)
             }
             return true
         } catch {
-            let tasks = batch.records.count + batch.updates.count + batch.progress.count
-            engine.configuration.logger.warning(
-                "write failed; retrying", metadata: ["error": "\(error)", "tasks": "\(tasks)"])
-            engine.graph.failed(batch, error: error)
+            ExecutionEngine.noteStorageFailure(
+                error, outage: engine.storageOutage, logger: engine.logger, what: "writing task changes")
+            let now = engine.now()
+            engine.state.withLock { $0.requeue(taken, error: error, now: now) }
+            engine.publisherSignal.signal()
             return false
         }
     }
-}
 
-extension ExecutionEngine {
-    /// Another owner holds these tasks now: stop their code here without writing anything more for them.
-    func leaseLost(_ ids: [String]) {
-        configuration.logger.warning("lost tasks to another owner; stopping them here", metadata: ["tasks": "\(ids)"])
-        for id in ids {
-            guard let handle = graph.handle(of: id) else { continue }
-            graph.requestStop(handle, .leaseLost)?()
+    /// The batching window: waits `window` for more changes to gather, unless someone waits for a commit. The timer
+    /// is a dispatch timer, so the window ends on time even while task code keeps every thread of Swift's cooperative
+    /// pool busy.
+    private func batchingWindow(_ window: Duration) async {
+        let engine = engine
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let now = engine.state.withLock { state -> Bool in
+                if state.urgent || !state.commitWaiters.isEmpty || state.closedError != nil { return true }
+                state.windowWaiter = continuation
+                return false
+            }
+            if now {
+                continuation.resume()
+                return
+            }
+            let nanoseconds = window.components.seconds * 1_000_000_000 + window.components.attoseconds / 1_000_000_000
+            DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Int(nanoseconds))) {
+                let waiter = engine.state.withLock { state in
+                    defer { state.windowWaiter = nil }
+                    return state.windowWaiter
+                }
+                waiter?.resume()
+            }
         }
-    }
-
-    /// Publishes the graph when it changed, at most once per publish interval.
-    func runPublisher(_ publisher: GraphPublisher) async {
-        for await _ in graph.publisherSignals {
-            if let snapshot = graph.snapshotIfChanged() { publisher.publish(snapshot) }
-            try? await Task.sleep(for: configuration.publishInterval)
-        }
-        publisher.publish(graph.snapshot())
-        publisher.finish()
     }
 }

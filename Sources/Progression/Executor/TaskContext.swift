@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// What task code receives: report progress, push subtasks, record checkpoints.
 ///
@@ -30,8 +31,8 @@ public protocol TaskContext: AnyObject, Sendable {
     /// again (after a crash, or a retry), a completed subtask of the same name and occurrence is not run again.
     ///
     /// - Parameters:
-    ///   - weight: the subtask's share of the parent's progress, relative to its siblings (see ``ExecutionGraph``'s
-    ///     rule in the README).
+    ///   - weight: the subtask's share of the parent's progress: units of the parent's declared total (`.total(_:)`),
+    ///     else relative to the siblings pushed in the same step (the README's "How a task's progress is computed").
     ///   - options: the subtask's own options (a timeout, say); by default the parent's cancel, pause and retry
     ///     rights, without its timeout (which covers the subtree already) or automatic retries.
     /// - Throws: ``ProgressionError/subtaskFailed(name:underlying:)`` when the subtask fails or is cancelled on its
@@ -121,14 +122,13 @@ final class LiveTaskContext: TaskContext {
     func report(_ progress: TaskProgress) async throws {
         try Task.checkCancellation()
         try progress.validate()
-        let graph = engine.graph
-        let outcome = graph.report(handle, progress, now: ExecutionEngine.now())
+        let outcome = try engine.report(handle, progress)
         if outcome.paused {
-            try await graph.waitWhilePaused(handle)
+            try await engine.waitWhilePaused(handle)
             try Task.checkCancellation()
         }
         if outcome.backlogged {
-            try await graph.waitForCommit()
+            try await engine.flush()
         } else if outcome.writerBehind {
             await Task.yield()
         }
@@ -161,13 +161,13 @@ final class LiveTaskContext: TaskContext {
 
     func checkpoint<T: Encodable & Sendable>(_ value: T) async throws {
         try Task.checkCancellation()
-        try await engine.graph.waitWhilePaused(handle)
+        try await engine.waitWhilePaused(handle)
         let data = try JSONEncoder().encode(value)
         try await engine.checkpoint(handle, data: data)
     }
 
     func lastCheckpoint<T: Decodable>(as type: T.Type) throws -> T? {
-        guard let data = engine.graph.record(handle)?.checkpoint else { return nil }
+        guard let data = engine.state.withLock({ $0.nodes[handle]?.record.checkpoint }) else { return nil }
         return try JSONDecoder().decode(T.self, from: data)
     }
 }

@@ -5,7 +5,7 @@ import Glibc
 #endif
 
 /// Whether the executor that holds tasks still runs.
-public enum OwnerLiveness: Sendable, Hashable, Codable, CustomStringConvertible {
+package enum OwnerLiveness: Sendable, Hashable, Codable, CustomStringConvertible {
     /// Its process runs (same host), or its heartbeat is fresh (another host).
     case alive
     /// It shut down cleanly.
@@ -13,9 +13,9 @@ public enum OwnerLiveness: Sendable, Hashable, Codable, CustomStringConvertible 
     /// It died: its process is gone, its pid now belongs to another process, or its heartbeat is stale.
     case dead(reason: String)
 
-    public var isAlive: Bool { self == .alive }
+    package var isAlive: Bool { self == .alive }
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .alive: "alive"
         case .stopped: "stopped"
@@ -26,7 +26,7 @@ public enum OwnerLiveness: Sendable, Hashable, Codable, CustomStringConvertible 
 
 extension OwnerRecord {
     /// This machine's host name, as owners record it.
-    public static var currentHost: String {
+    package static var currentHost: String {
         var buffer = [CChar](repeating: 0, count: 256)
         guard gethostname(&buffer, buffer.count) == 0 else { return "localhost" }
         return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
@@ -36,7 +36,7 @@ extension OwnerRecord {
     ///
     /// On this host the answer needs no timeout: the process is looked up by pid (and its start time, so that a
     /// reused pid does not pass for the owner). On another host, a heartbeat older than `staleAfter` means dead.
-    public func liveness(
+    package func liveness(
         now: Date = Date(), staleAfter: Duration = .seconds(15), host: String = OwnerRecord.currentHost
     ) -> OwnerLiveness {
         if stoppedAt != nil { return .stopped }

@@ -1,16 +1,16 @@
 import Foundation
 
 /// An executor process that holds tasks: who it is and when it last said it was alive.
-public struct OwnerRecord: Sendable, Hashable, Codable, Identifiable {
-    public var id: String
-    public var host: String
-    public var pid: Int32
-    public var startedAt: Date
-    public var heartbeatAt: Date
+package struct OwnerRecord: Sendable, Hashable, Codable, Identifiable {
+    package var id: String
+    package var host: String
+    package var pid: Int32
+    package var startedAt: Date
+    package var heartbeatAt: Date
     /// Set when the owner shut down cleanly.
-    public var stoppedAt: Date?
+    package var stoppedAt: Date?
 
-    public init(id: String, host: String, pid: Int32, startedAt: Date, heartbeatAt: Date, stoppedAt: Date? = nil) {
+    package init(id: String, host: String, pid: Int32, startedAt: Date, heartbeatAt: Date, stoppedAt: Date? = nil) {
         self.id = id
         self.host = host
         self.pid = pid
@@ -21,23 +21,23 @@ public struct OwnerRecord: Sendable, Hashable, Codable, Identifiable {
 }
 
 /// A request to change a task, written by another process (progressctl) for the task's live owner to apply.
-public struct ControlRequest: Sendable, Hashable, Codable, Identifiable {
-    public enum Action: String, Sendable, Hashable, Codable, CaseIterable {
+package struct ControlRequest: Sendable, Hashable, Codable, Identifiable {
+    package enum Action: String, Sendable, Hashable, Codable, CaseIterable {
         case pause, resume, cancel, retry, remove
     }
 
     /// The store's number; 0 before it is stored.
-    public var id: Int64
-    public var taskID: String
-    public var action: Action
+    package var id: Int64
+    package var taskID: String
+    package var action: Action
     /// The owner that is to apply it.
-    public var ownerID: String?
-    public var requestedAt: Date
-    public var handledAt: Date?
+    package var ownerID: String?
+    package var requestedAt: Date
+    package var handledAt: Date?
     /// What the owner did: `applied`, or why it refused.
-    public var outcome: String?
+    package var outcome: String?
 
-    public init(
+    package init(
         id: Int64 = 0, taskID: String, action: Action, ownerID: String?, requestedAt: Date, handledAt: Date? = nil,
         outcome: String? = nil
     ) {

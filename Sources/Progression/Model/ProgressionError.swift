@@ -22,6 +22,8 @@ public enum ProgressionError: Error, Sendable, LocalizedError, CustomStringConve
     case duplicateID(String)
     /// No job kind of this name is registered.
     case unknownKind(String)
+    /// A job kind of this name is registered already (its code is not replaced).
+    case kindAlreadyRegistered(String)
     /// The process that ran the task died while it ran, and the task cannot be run again (a closure task).
     case interrupted(taskID: String)
     /// The process running the task died while it ran more times than allowed (a crash loop).
@@ -29,8 +31,10 @@ public enum ProgressionError: Error, Sendable, LocalizedError, CustomStringConve
     /// The executor is shutting down or shut down.
     case shutDown
 
+    /// The description for people.
     public var errorDescription: String? { description }
 
+    /// The description for people.
     public var description: String {
         switch self {
         case .cancelled:
@@ -53,6 +57,8 @@ public enum ProgressionError: Error, Sendable, LocalizedError, CustomStringConve
             "A task with id '\(id)' exists already"
         case .unknownKind(let kind):
             "No job kind '\(kind)' is registered"
+        case .kindAlreadyRegistered(let kind):
+            "A job kind '\(kind)' is registered already: register each kind once"
         case .interrupted(let id):
             "Task '\(id)' was interrupted: the process running it stopped, and its code cannot run in another process"
         case .tooManyInterruptions(let id, let count):
@@ -73,14 +79,18 @@ public enum ProgressionError: Error, Sendable, LocalizedError, CustomStringConve
 
 /// A task ran longer than its `timeout` (paused time not counted).
 public struct TaskTimeoutError: Error, Sendable, Hashable, LocalizedError, CustomStringConvertible {
+    /// The timeout that ran out.
     public var timeout: Duration
 
+    /// A timeout of `timeout`.
     public init(timeout: Duration) {
         self.timeout = timeout
     }
 
+    /// The description for people.
     public var errorDescription: String? { description }
 
+    /// "Task timed out after 30 seconds".
     public var description: String {
         "Task timed out after \(Self.format(timeout))"
     }

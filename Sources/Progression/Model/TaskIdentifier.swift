@@ -1,31 +1,69 @@
 import Foundation
 import Synchronization
 
-/// Generates task ids: UUID version 7 strings (RFC 9562), which begin with the creation time in milliseconds, so that
-/// new rows land at the end of the primary-key B-tree instead of at random pages, and sort by age.
+/// The ids Progression gives tasks and owners.
 ///
-/// The random bits come from a generator seeded once from the system's entropy, not from a system call per id.
-enum TaskIdentifier {
+/// **Roots** get eight characters of lowercase Crockford base32 (`0-9a-z` without `i l o u`), e.g. `8k3fq2xa`: the
+/// value of a per-database sequence (``TaskStoreBackend/reserveIdentifiers(_:)``), so that ids are short enough to
+/// type, unique in their database, distinct in their first characters even for thousands of roots created in one
+/// second, and increasing, so that new rows land at the end of the primary-key B-tree instead of at random pages.
+/// An executor reserves a block of values at a time; `progressctl submit` reserves one.
+///
+/// **Subtasks** are `<root id>.<n>`, `n` counting the subtasks created under that root (`8k3fq2xa.17`): they sort
+/// beside their root and never share a root's prefix with another root. People address them through their root
+/// (`8k3fq2xa/folder/file` in progressctl).
+///
+/// **Owners** get eight random base32 characters. Ids given by callers (`addTask(name:id:)`) and the UUIDs of older
+/// databases stay valid.
+package enum TaskIdentifier {
+    /// Crockford's base32 alphabet, lowercase: no `i`, `l`, `o` or `u`, which people misread.
+    static let alphabet = Array("0123456789abcdefghjkmnpqrstvwxyz".utf8)
+    /// The characters of a root id: 40 bits.
+    package static let rootLength = 8
+
     private static let generator = Mutex(SplitMix64())
 
-    /// A new lowercase UUIDv7 string, e.g. `0193a6b2-5f3e-7c1a-9b2d-4e8f0a1b2c3d`.
-    static func make(at date: Date = Date()) -> String {
-        let milliseconds = UInt64(max(0, date.timeIntervalSince1970 * 1000))
-        let (high, low) = generator.withLock { ($0.next(), $0.next()) }
-        var bytes = [UInt8](repeating: 0, count: 16)
-        for index in 0..<6 { bytes[index] = UInt8(truncatingIfNeeded: milliseconds >> (8 * (5 - index))) }
-        for index in 6..<16 {
-            let word = index < 11 ? high : low
-            bytes[index] = UInt8(truncatingIfNeeded: word >> (8 * (index % 8)))
+    /// The root id for a sequence value: `rootLength` base32 characters (more once the value passes 2⁴⁰).
+    package static func root(_ value: Int64) -> String {
+        precondition(value >= 0, "sequence values are not negative")
+        var digits: [UInt8] = []
+        digits.reserveCapacity(rootLength)
+        var rest = UInt64(value)
+        while rest > 0 || digits.count < rootLength {
+            digits.append(alphabet[Int(rest & 31)])
+            rest >>= 5
         }
-        bytes[6] = (bytes[6] & 0x0F) | 0x70  // version 7
-        bytes[8] = (bytes[8] & 0x3F) | 0x80  // variant 10
-        let hex = bytes.map { byte in
-            let text = String(byte, radix: 16)
-            return byte < 16 ? "0" + text : text
-        }.joined()
-        let characters = Array(hex)
-        return [0..<8, 8..<12, 12..<16, 16..<20, 20..<32].map { String(characters[$0]) }.joined(separator: "-")
+        return String(decoding: digits.reversed(), as: UTF8.self)
+    }
+
+    /// The sequence value of a root id made by ``root(_:)``, or `nil` for another id.
+    package static func sequenceValue(ofRoot id: String) -> Int64? {
+        guard id.utf8.count >= rootLength, id.utf8.count <= 12 else { return nil }
+        var value: Int64 = 0
+        for byte in id.utf8 {
+            guard let digit = alphabet.firstIndex(of: byte) else { return nil }
+            value = value << 5 | Int64(digit)
+        }
+        return value
+    }
+
+    /// The id of the `number`th subtask created under `root`.
+    package static func child(of root: String, number: Int) -> String {
+        "\(root).\(number)"
+    }
+
+    /// The subtask number of a child id made by ``child(of:number:)`` under `root`, or `nil`.
+    package static func childNumber(_ id: String, root: String) -> Int? {
+        guard id.count > root.count + 1, id.hasPrefix(root) else { return nil }
+        let rest = id.dropFirst(root.count)
+        guard rest.first == "." else { return nil }
+        return Int(rest.dropFirst())
+    }
+
+    /// Eight random base32 characters (an owner id).
+    package static func random() -> String {
+        let value = generator.withLock { $0.next() }
+        return root(Int64(value >> 24))
     }
 }
 

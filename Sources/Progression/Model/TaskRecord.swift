@@ -4,44 +4,69 @@ import Foundation
 ///
 /// Times are kept to the millisecond; the store rounds them.
 public struct TaskRecord: Sendable, Hashable, Codable, Identifiable {
+    /// The task's id: see ``TaskIdentifier`` for the forms it takes.
     public var id: String
-    /// `nil` for a root.
+    /// The parent's id; `nil` for a root.
     public var parentID: String?
     /// The root of the tree (the task's own id for a root).
     public var rootID: String
+    /// The name given to `addTask`, `submit` or `push`.
     public var name: String
     /// Which occurrence of `name` under the parent this child is (0 for the first): with `parentID` and `name`, the
     /// child's identity across runs.
     public var occurrence: Int
     /// The registered job kind; `nil` for a closure task and for children.
     public var kind: String?
-    /// The job's encoded input.
+    /// The job's encoded input (JSON).
     public var input: Data?
+    /// The key that makes a second submit of the same job return the first one.
     public var idempotencyKey: String?
+    /// What may be done to the task, and how long it may take.
     public var options: TaskOptions
+    /// Where the task is in its life (the node's own status: a node below a paused one keeps its own).
     public var status: TaskStatus
-    /// 0...1, or `nil` when indeterminate.
+    /// 0...1, or `nil` when indeterminate. 1 only once completed.
     public var progress: Double?
+    /// The current step's name.
     public var step: String?
-    /// The share of the parent's progress this child carries, relative to its siblings.
+    /// The share of the parent's progress this child carries: relative to its siblings, or units of the parent's
+    /// declared total.
     public var weight: Double
+    /// Which run of the task this is (1 for the first; a retry adds one).
     public var attempt: Int
     /// How many times the process running the task died while it ran.
     public var interruptions: Int
+    /// The Swift type of the error that failed the task.
     public var errorType: String?
+    /// The error that failed the task, for people.
     public var errorDescription: String?
     /// A completed step's output (JSON).
     public var result: Data?
+    /// The last checkpoint the task stored (JSON).
     public var checkpoint: Data?
+    /// The executor that holds the task.
     public var ownerID: String?
+    /// Reserved: when the owner's hold on the task ends.
     public var leaseExpiresAt: Date?
+    /// Higher runs first when the executor limits how many roots run at once.
     public var priority: Int
+    /// When the task was submitted (a root) or first pushed (a child).
     public var createdAt: Date
+    /// When its latest run started.
     public var startedAt: Date?
+    /// When its row last changed (a transition, or progress that was written).
     public var updatedAt: Date
+    /// When it completed, failed or was cancelled.
     public var finishedAt: Date?
+    /// When a task waiting for an automatic retry runs again.
     public var nextAttemptAt: Date?
+    /// The work the task declared with `.total(_:)`, in its own units.
+    public var total: Double?
+    /// How fast its progress moves while it runs: a smoothed fraction of the whole task per second.
+    public var rate: Double?
 
+    /// A record; `rootID` defaults to the id for a root, `priority` to the options' priority, `updatedAt` to
+    /// `createdAt`.
     public init(
         id: String, parentID: String? = nil, rootID: String? = nil, name: String, occurrence: Int = 0,
         kind: String? = nil, input: Data? = nil, idempotencyKey: String? = nil, options: TaskOptions = .default,
@@ -49,7 +74,7 @@ public struct TaskRecord: Sendable, Hashable, Codable, Identifiable {
         attempt: Int = 1, interruptions: Int = 0, errorType: String? = nil, errorDescription: String? = nil,
         result: Data? = nil, checkpoint: Data? = nil, ownerID: String? = nil, leaseExpiresAt: Date? = nil,
         priority: Int? = nil, createdAt: Date, startedAt: Date? = nil, updatedAt: Date? = nil,
-        finishedAt: Date? = nil, nextAttemptAt: Date? = nil
+        finishedAt: Date? = nil, nextAttemptAt: Date? = nil, total: Double? = nil, rate: Double? = nil
     ) {
         self.id = id
         self.parentID = parentID
@@ -78,23 +103,26 @@ public struct TaskRecord: Sendable, Hashable, Codable, Identifiable {
         self.updatedAt = updatedAt ?? createdAt
         self.finishedAt = finishedAt
         self.nextAttemptAt = nextAttemptAt
+        self.total = total
+        self.rate = rate
     }
 
+    /// Whether the task is a root (it has no parent).
     public var isRoot: Bool { parentID == nil }
+
+    /// The estimated time until the task completes, from its progress and rate: `nil` unless it runs and moves.
+    public var estimatedTimeRemaining: Duration? {
+        TaskProgressEstimate.remaining(progress: progress, rate: rate, status: status)
+    }
 }
 
-/// A progress-only change of a node: what a `report` changes, written without touching the rest of the row.
-public struct TaskProgressRecord: Sendable, Hashable {
-    public var id: String
-    public var progress: Double?
-    public var step: String?
-    public var updatedAt: Date
-
-    public init(id: String, progress: Double?, step: String?, updatedAt: Date) {
-        self.id = id
-        self.progress = progress
-        self.step = step
-        self.updatedAt = updatedAt
+/// Time left from a fraction done and a rate.
+enum TaskProgressEstimate {
+    static func remaining(progress: Double?, rate: Double?, status: TaskStatus) -> Duration? {
+        guard status == .running, let progress, let rate, rate > 1e-9, progress < 1 else { return nil }
+        let seconds = (1 - progress) / rate
+        guard seconds.isFinite, seconds < 100 * 365 * 86_400 else { return nil }
+        return .milliseconds(Int64((seconds * 1000).rounded()))
     }
 }
 

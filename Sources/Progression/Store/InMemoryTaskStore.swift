@@ -2,7 +2,7 @@ import Foundation
 
 /// A ``TaskStore`` in memory: the same rules as ``SQLiteTaskStore`` (identities, constraints, compare-and-set, whole
 /// transactions), nothing durable. For tests, and for work that need not outlive the process.
-public actor InMemoryTaskStore: TaskStore {
+public actor InMemoryTaskStore: TaskStoreBackend {
     private struct State {
         var tasks: [String: TaskRecord] = [:]
         /// Insertion order, for stable listings.
@@ -12,12 +12,12 @@ public actor InMemoryTaskStore: TaskStore {
         var owners: [String: OwnerRecord] = [:]
         var controls: [ControlRequest] = []
         var changes: Int64 = 0
+        /// The root-id sequence (see ``TaskIdentifier``).
+        var nextIdentifier = Int64.random(in: 0..<(1 << 38))
         /// Indexes, as the SQLite schema has them: child identity, idempotency key, nodes of each root.
         var children: [ChildKey: String] = [:]
         var idempotency: [String: String] = [:]
         var byRoot: [String: Set<String>] = [:]
-        /// Children written in the running transaction, whose parent must exist when it commits (a deferred key).
-        var parentChecks: [TaskRecord] = []
         /// The tasks the running transaction touched, as they were before it (`nil`: absent): its undo log.
         var journal: [String: (record: TaskRecord?, sequence: Int?)] = [:]
 
@@ -45,11 +45,18 @@ public actor InMemoryTaskStore: TaskStore {
 
     private var state = State()
 
+    /// An empty store.
     public init() {}
 
     // MARK: Writing
 
-    public func insert(_ tasks: [TaskRecord], events: [TaskEvent]) throws {
+    package func reserveIdentifiers(_ count: Int) throws -> Range<Int64> {
+        precondition(count > 0, "reserve at least one identifier")
+        defer { state.nextIdentifier += Int64(count) }
+        return state.nextIdentifier..<(state.nextIdentifier + Int64(count))
+    }
+
+    package func insert(_ tasks: [TaskRecord], events: [TaskEvent]) throws {
         try transaction { state in
             for task in tasks {
                 guard state.tasks[task.id] == nil else {
@@ -61,11 +68,21 @@ public actor InMemoryTaskStore: TaskStore {
         }
     }
 
-    public func apply(_ batch: TaskBatch) throws -> TaskBatchResult {
+    package func apply(_ batch: TaskBatch) throws -> TaskBatchResult {
         try transaction { state in
             var rejected: [String] = []
             var conflicting: [String] = []
+            // Fencing: a tree whose root another owner holds (or that is gone) is left alone.
+            let newRoots = Set(batch.inserts.lazy.filter(\.isRoot).map(\.id))
+            func isRejected(_ root: String) -> Bool {
+                guard let owner = batch.owner, !newRoots.contains(root) else { return false }
+                return state.tasks[root]?.ownerID != owner
+            }
             for record in batch.inserts {
+                if !record.isRoot, isRejected(record.rootID) {
+                    rejected.append(record.id)
+                    continue
+                }
                 if state.tasks[record.id] != nil {
                     conflicting.append(record.id)
                     continue
@@ -76,45 +93,12 @@ public actor InMemoryTaskStore: TaskStore {
                     conflicting.append(record.id)
                 }
             }
-            for record in batch.records {
-                if let owner = batch.owner, let stored = state.tasks[record.id], stored.ownerID != owner {
-                    rejected.append(record.id)
-                    continue
-                }
-                try Self.put(record, into: &state)
-            }
             for update in batch.updates {
-                guard var stored = state.tasks[update.id], batch.owner == nil || stored.ownerID == batch.owner else {
-                    rejected.append(update.id)
+                guard !isRejected(update.record.rootID), var stored = state.tasks[update.record.id] else {
+                    rejected.append(update.record.id)
                     continue
                 }
-                stored.status = update.status
-                stored.progress = update.progress
-                stored.step = update.step
-                stored.weight = update.weight
-                stored.attempt = update.attempt
-                stored.interruptions = update.interruptions
-                stored.errorType = update.errorType
-                stored.errorDescription = update.errorDescription
-                stored.result = update.result
-                stored.checkpoint = update.checkpoint
-                stored.ownerID = update.ownerID
-                stored.leaseExpiresAt = update.leaseExpiresAt
-                stored.priority = update.priority
-                stored.startedAt = update.startedAt
-                stored.updatedAt = update.updatedAt
-                stored.finishedAt = update.finishedAt
-                stored.nextAttemptAt = update.nextAttemptAt
-                try Self.put(stored, into: &state)
-            }
-            for change in batch.progress {
-                guard var stored = state.tasks[change.id], batch.owner == nil || stored.ownerID == batch.owner else {
-                    rejected.append(change.id)
-                    continue
-                }
-                stored.progress = change.progress
-                stored.step = change.step
-                stored.updatedAt = change.updatedAt
+                update.columns.copy(from: update.record, into: &stored)
                 try Self.put(stored, into: &state)
             }
             let skipped = Set(rejected + conflicting)
@@ -123,85 +107,89 @@ public actor InMemoryTaskStore: TaskStore {
         }
     }
 
-    public func update(
-        _ record: TaskRecord, ifStatusIn statuses: Set<TaskStatus>, ownerIs owner: String?, events: [TaskEvent]
-    ) throws -> Bool {
+    package func change(_ request: TaskChangeRequest) throws -> TaskChangeResult {
         try transaction { state in
-            guard let stored = state.tasks[record.id], statuses.contains(stored.status), stored.ownerID == owner else {
-                return false
+            let nodes = Self.subtree(of: request.taskID, in: state)
+            guard let before = nodes.first else {
+                throw TaskStoreError(.notFound, message: "no task with id '\(request.taskID)'")
             }
-            try Self.put(record, into: &state)
-            try Self.append(events, to: &state)
-            return true
+            var after = before
+            let event = try request.applied(to: &after, path: nil)
+            if case .remove = request.transition {
+                let ids = Set(nodes.map(\.id))
+                for id in ids { state.remove(id) }
+                state.events.removeAll { ids.contains($0.taskID) }
+                return TaskChangeResult(before: before, after: nil, deleted: nodes.count)
+            }
+            try Self.put(after, into: &state)
+            var cascaded = 0
+            if case .cancel = request.transition {
+                for var node in nodes.dropFirst() where !node.status.isFinished {
+                    try TaskLifecycle.apply(.cancel, to: &node, now: request.at, by: .system)
+                    try Self.put(node, into: &state)
+                    cascaded += 1
+                }
+            }
+            try Self.append(event.map { [$0] } ?? [], to: &state)
+            return TaskChangeResult(before: before, after: state.tasks[after.id], cascaded: cascaded)
         }
     }
 
-    public func claimRoots(
-        heldBy fromOwners: [String?], statuses: Set<TaskStatus>, kinds: Set<String>?, newOwner: String, limit: Int,
-        now: Date
-    ) throws -> [TaskRecord] {
+    package func claimRoots(_ claim: RootClaim) throws -> [ClaimedRoot] {
         try transaction { state in
             let claimed = state.tasks.values
-                .filter { $0.isRoot && statuses.contains($0.status) && fromOwners.contains($0.ownerID) }
-                .filter { task in kinds.map { kinds in task.kind.map(kinds.contains) ?? true } ?? true }
+                .filter { $0.isRoot && !$0.status.isFinished && claim.fromOwners.contains($0.ownerID) }
+                .filter { task in claim.kinds.map { kinds in task.kind.map(kinds.contains) ?? true } ?? true }
                 .sorted { left, right in
                     if left.priority != right.priority { return left.priority > right.priority }
                     return (left.createdAt, left.id) < (right.createdAt, right.id)
                 }
-                .prefix(max(0, limit))
-            let roots = Set(claimed.map(\.id))
-            for root in roots {
-                for id in state.byRoot[root] ?? [] {
-                    state.remember(id)
-                    state.tasks[id]?.ownerID = newOwner
-                }
+                .prefix(max(0, claim.limit))
+            for root in claimed {
+                state.remember(root.id)
+                state.tasks[root.id]?.ownerID = claim.newOwner
             }
-            return Array(claimed)
+            return claimed.map {
+                ClaimedRoot(
+                    id: $0.id, status: $0.status, kind: $0.kind, priority: $0.priority, createdAt: $0.createdAt,
+                    nextAttemptAt: $0.nextAttemptAt, previousOwner: $0.ownerID)
+            }
         }
     }
 
-    public func transferTree(
+    package func transferTree(
         of rootID: String, ifStatusIn statuses: Set<TaskStatus>, from owner: String?, to newOwner: String?
     ) throws -> Bool {
         try transaction { state in
             guard let root = state.tasks[rootID], root.isRoot, statuses.contains(root.status), root.ownerID == owner else {
                 return false
             }
-            for id in state.byRoot[rootID] ?? [] {
-                state.remember(id)
-                state.tasks[id]?.ownerID = newOwner
-            }
+            state.remember(rootID)
+            state.tasks[rootID]?.ownerID = newOwner
             return true
         }
     }
 
-    public func deleteTree(of id: String, ifStatusIn statuses: Set<TaskStatus>) throws -> Int? {
-        try transaction { state in
-            let nodes = Self.subtree(of: id, in: state)
-            if let top = nodes.first, !statuses.contains(top.status) { return nil }
-            let ids = Set(nodes.map(\.id))
-            for id in ids { state.remove(id) }
-            state.events.removeAll { ids.contains($0.taskID) }
-            return nodes.count
-        }
-    }
-
-    public func prune(finishedBefore date: Date, statuses: Set<TaskStatus>) throws -> Int {
+    package func prune(finishedBefore date: Date, statuses: Set<TaskStatus>, dryRun: Bool) throws -> PruneResult {
         try transaction { state in
             let roots = Set(
                 state.tasks.values.filter {
                     $0.isRoot && $0.status.isFinished && statuses.contains($0.status)
                         && ($0.finishedAt.map { $0.storedMilliseconds < date.storedMilliseconds } ?? false)
                 }.map(\.id))
+            var tasks = 0
             for root in roots {
-                for id in state.byRoot[root] ?? [] { state.remove(id) }
+                let ids = state.byRoot[root] ?? []
+                tasks += ids.count
+                guard !dryRun else { continue }
+                for id in ids { state.remove(id) }
             }
-            state.events.removeAll { roots.contains($0.rootID) }
-            return roots.count
+            if !dryRun { state.events.removeAll { roots.contains($0.rootID) } }
+            return PruneResult(roots: roots.count, tasks: tasks)
         }
     }
 
-    public func saveOwner(_ owner: OwnerRecord) throws {
+    package func saveOwner(_ owner: OwnerRecord) throws {
         try transaction { state in
             var owner = owner
             owner.startedAt = owner.startedAt.roundedToMilliseconds
@@ -211,7 +199,7 @@ public actor InMemoryTaskStore: TaskStore {
         }
     }
 
-    public func addControlRequest(_ request: ControlRequest) throws -> Int64 {
+    package func addControlRequest(_ request: ControlRequest) throws -> Int64 {
         try transaction { state in
             var request = request
             request.id = Int64(state.controls.count + 1)
@@ -222,13 +210,15 @@ public actor InMemoryTaskStore: TaskStore {
         }
     }
 
-    public func completeControlRequest(id: Int64, outcome: String, at date: Date) throws {
+    package func completeControlRequest(id: Int64, outcome: String, at date: Date) throws {
         try transaction { state in
             guard let index = state.controls.firstIndex(where: { $0.id == id }) else { return }
             state.controls[index].handledAt = date.roundedToMilliseconds
             state.controls[index].outcome = outcome
         }
     }
+
+    package func maintain(_ work: StoreMaintenance) {}
 
     // MARK: Reading
 
@@ -241,45 +231,54 @@ public actor InMemoryTaskStore: TaskStore {
     }
 
     public func roots(_ query: TaskQuery) -> [TaskRecord] {
-        state.tasks.values
-            .filter { task in
-                task.isRoot && (query.statuses?.contains(task.status) ?? true)
-                    && (query.kind.map { task.kind == $0 } ?? true)
-                    && (query.createdSince.map { task.createdAt.storedMilliseconds >= $0.storedMilliseconds } ?? true)
+        let matching = state.tasks.values.filter(query.matches)
+        let ordered: [TaskRecord] =
+            switch query.sort {
+            case .created: matching.sorted { ($1.createdAt, $1.id) < ($0.createdAt, $0.id) }
+            case .updated: matching.sorted { ($1.updatedAt, $1.id) < ($0.updatedAt, $0.id) }
+            case .progress:
+                matching.sorted { ($1.progress ?? -1, $1.createdAt, $1.id) < ($0.progress ?? -1, $0.createdAt, $0.id) }
             }
-            .sorted { ($1.createdAt, $1.id) < ($0.createdAt, $0.id) }
+        return (query.reverse ? Array(ordered.reversed()) : ordered)
             .dropFirst(max(0, query.offset))
             .prefix(max(0, query.limit))
             .map { $0 }
     }
 
-    public func events(of id: String, after sequence: Int64?, limit: Int) -> [TaskEvent] {
-        let ids = Set(Self.subtree(of: id, in: state).map(\.id))
-        return Array(
-            state.events.lazy.filter { ids.contains($0.taskID) && ($0.sequence ?? 0) > (sequence ?? 0) }.prefix(limit))
+    public func countRoots(_ query: TaskQuery) -> Int {
+        state.tasks.values.lazy.filter(query.matches).count
+    }
+
+    public func events(_ query: EventQuery) -> [TaskEvent] {
+        guard query.limit > 0 else { return [] }
+        let ids = Set(Self.subtree(of: query.taskID, in: state).map(\.id))
+        let matching = state.events.lazy.filter { ids.contains($0.taskID) && query.matches($0) }
+        return query.tail ? Array(Array(matching).suffix(query.limit)) : Array(matching.prefix(query.limit))
     }
 
     public func root(kind: String, idempotencyKey: String) -> TaskRecord? {
         state.idempotency[kind + "\u{0}" + idempotencyKey].flatMap { state.tasks[$0] }
     }
 
-    public func taskIDs(withPrefix prefix: String, limit: Int) -> [String] {
-        Array(state.tasks.keys.filter { $0.hasPrefix(prefix) }.sorted().prefix(limit))
+    public func taskIDs(withPrefix prefix: String, rootsOnly: Bool, limit: Int) -> [String] {
+        Array(
+            state.tasks.values.filter { $0.id.hasPrefix(prefix) && (!rootsOnly || $0.isRoot) }.map(\.id).sorted()
+                .prefix(max(0, limit)))
     }
 
-    public func owners() -> [OwnerRecord] {
+    package func owners() -> [OwnerRecord] {
         state.owners.values.sorted { ($0.startedAt, $0.id) < ($1.startedAt, $1.id) }
     }
 
-    public func pendingControlRequests(for ownerID: String?) -> [ControlRequest] {
+    package func pendingControlRequests(for ownerID: String?) -> [ControlRequest] {
         state.controls.filter { $0.handledAt == nil && $0.ownerID == ownerID }
     }
 
-    public func controlRequest(id: Int64) -> ControlRequest? {
+    package func controlRequest(id: Int64) -> ControlRequest? {
         state.controls.first { $0.id == id }
     }
 
-    public func changeCounter() -> Int64 {
+    package func changeCounter() -> Int64 {
         state.changes
     }
 
@@ -305,15 +304,8 @@ public actor InMemoryTaskStore: TaskStore {
         let controlCount = state.controls.count
         let owners = state.owners
         state.journal.removeAll(keepingCapacity: true)
-        state.parentChecks.removeAll(keepingCapacity: true)
         do {
             let value = try body(&state)
-            for task in state.parentChecks where state.tasks[task.id] != nil {
-                guard let parent = task.parentID, state.tasks[parent] != nil else {
-                    throw TaskStoreError(
-                        .constraint, message: "parent '\(task.parentID ?? "")' of '\(task.id)' does not exist")
-                }
-            }
             state.journal.removeAll(keepingCapacity: true)
             state.changes += 1
             return value
@@ -349,13 +341,14 @@ public actor InMemoryTaskStore: TaskStore {
         guard task.status.isFinished == (task.finishedAt != nil) else {
             throw fail("finished time of '\(task.id)' does not match its status \(task.status)")
         }
+        if let total = task.total, !(total > 0) { throw fail("total of '\(task.id)' must be positive") }
+        if let rate = task.rate, !(rate >= 0) { throw fail("rate of '\(task.id)' must not be negative") }
         if let parentID = task.parentID {
             let key = ChildKey(parent: parentID, name: task.name, occurrence: task.occurrence)
             if let twin = state.children[key], twin != task.id {
                 throw TaskStoreError(
                     .conflict, message: "'\(parentID)' has a child '\(task.name)' #\(task.occurrence) already")
             }
-            state.parentChecks.append(task)
         }
         if let kind = task.kind, let key = task.idempotencyKey, let twin = state.idempotency[kind + "\u{0}" + key],
             twin != task.id

@@ -1,178 +1,160 @@
 import Foundation
 
-/// Where tasks live: the persistence API that the executor and `progressctl` use.
+/// Where tasks live, as a library user reads them: tasks, trees, history and statistics.
 ///
-/// Two implementations pass the same test suite: ``SQLiteTaskStore`` (durable, the default) and ``InMemoryTaskStore``
-/// (for tests and for work that need not survive the process). Every method that writes is one transaction: it happens
-/// whole or not at all.
+/// ``SQLiteTaskStore`` (durable, the default) and ``InMemoryTaskStore`` (for tests and for work that need not survive
+/// the process) implement it, and `PostgresTaskStore` in the `ProgressionPostgres` product for executors on several
+/// hosts. All pass one contract suite. What the executor writes goes through the package's own write side; a store is
+/// opened by its initializer and handed to ``TaskExecutor/init(store:configuration:)``.
+///
+/// ```swift
+/// let store = try SQLiteTaskStore(path: "/var/lib/myservice/tasks.sqlite")
+/// for root in try await store.roots(TaskQuery(statuses: [.failed], limit: 20)) {
+///     print(root.id, root.name, root.errorDescription ?? "")
+/// }
+/// ```
 public protocol TaskStore: Sendable {
-    /// Inserts new tasks with their events.
-    ///
-    /// - Throws: ``TaskStoreError`` `.conflict` when a task with one of the ids (or a child with the same parent, name
-    ///   and occurrence, or a job with the same kind and idempotency key) exists; nothing is written then.
-    func insert(_ tasks: [TaskRecord], events: [TaskEvent]) async throws
-
-    /// Writes a batch: whole records (inserted or replaced), progress changes and events.
-    ///
-    /// With ``TaskBatch/owner`` set, a stored row that another owner holds is left alone, and its id is returned in
-    /// ``TaskBatchResult/rejectedTaskIDs``; so are its events.
-    func apply(_ batch: TaskBatch) async throws -> TaskBatchResult
-
-    /// Replaces a task's record when its stored status is one of `statuses` and its stored owner is `owner`
-    /// (compare-and-set), and appends `events` with it. Returns whether it was written.
-    func update(
-        _ record: TaskRecord, ifStatusIn statuses: Set<TaskStatus>, ownerIs owner: String?, events: [TaskEvent]
-    ) async throws -> Bool
-
     /// One task, or `nil`.
     func task(id: String) async throws -> TaskRecord?
 
     /// The task and every node below it, parents before children, siblings in creation order.
     func tree(of id: String) async throws -> [TaskRecord]
 
-    /// Roots matching `query`, newest first.
+    /// Roots matching `query`, in its order.
     func roots(_ query: TaskQuery) async throws -> [TaskRecord]
 
-    /// The history of a task and the nodes below it, oldest first.
-    func events(of id: String, after sequence: Int64?, limit: Int) async throws -> [TaskEvent]
+    /// How many roots match `query` (its limit and offset ignored).
+    func countRoots(_ query: TaskQuery) async throws -> Int
+
+    /// History matching `query`, oldest first.
+    func events(_ query: EventQuery) async throws -> [TaskEvent]
 
     /// The root whose kind and idempotency key are these, if any.
     func root(kind: String, idempotencyKey: String) async throws -> TaskRecord?
 
-    /// Ids that begin with `prefix`, at most `limit` of them.
-    func taskIDs(withPrefix prefix: String, limit: Int) async throws -> [String]
-
-    /// Takes roots (and their trees) held by none of the live owners: unowned, or held by one of `fromOwners`, whose
-    /// status is one of `statuses` (compare-and-set on owner and status, so a task that finished meanwhile stays as
-    /// it is), by priority then age, at most `limit`. With `kinds`, only jobs of those kinds and closure tasks (no
-    /// kind) are taken. Returns the claimed roots as they were before the claim.
-    func claimRoots(
-        heldBy fromOwners: [String?], statuses: Set<TaskStatus>, kinds: Set<String>?, newOwner: String, limit: Int,
-        now: Date
-    ) async throws -> [TaskRecord]
-
-    /// Gives every node of a root's tree to `newOwner` when the root's status is one of `statuses` and its owner is
-    /// `owner` (compare-and-set). Returns whether it did.
-    func transferTree(
-        of rootID: String, ifStatusIn statuses: Set<TaskStatus>, from owner: String?, to newOwner: String?
-    ) async throws -> Bool
-
-    /// Deletes a task, every node below it and their history, when the task's status is one of `statuses`
-    /// (compare-and-set: a task that started again meanwhile stays). Returns how many tasks were deleted, or `nil` when
-    /// the status check failed.
-    func deleteTree(of id: String, ifStatusIn statuses: Set<TaskStatus>) async throws -> Int?
-
-    /// Deletes finished roots (with their trees and history) that finished before `date` and whose status is one of
-    /// `statuses`. Returns how many roots were deleted.
-    func prune(finishedBefore date: Date, statuses: Set<TaskStatus>) async throws -> Int
-
-    /// Records an owner, or replaces it.
-    func saveOwner(_ owner: OwnerRecord) async throws
-
-    /// Every owner recorded.
-    func owners() async throws -> [OwnerRecord]
-
-    /// Appends a control request and returns its number.
-    func addControlRequest(_ request: ControlRequest) async throws -> Int64
-
-    /// Requests not handled yet that are addressed to `ownerID` (or to no owner when `nil`), oldest first.
-    func pendingControlRequests(for ownerID: String?) async throws -> [ControlRequest]
-
-    /// One control request, or `nil`.
-    func controlRequest(id: Int64) async throws -> ControlRequest?
-
-    /// Marks a request handled with its outcome.
-    func completeControlRequest(id: Int64, outcome: String, at date: Date) async throws
-
-    /// A number that changes whenever another connection commits a change (SQLite's `data_version`); lets a poller
-    /// skip its queries when nothing changed.
-    func changeCounter() async throws -> Int64
+    /// Ids of roots (or, with `rootsOnly` false, of any task) that begin with `prefix`, at most `limit`, in order.
+    func taskIDs(withPrefix prefix: String, rootsOnly: Bool, limit: Int) async throws -> [String]
 
     /// Counts of roots by status and kind, and the oldest pending root.
     func statistics() async throws -> TaskStoreStatistics
 }
 
 extension TaskStore {
-    /// Deletes a task, every node below it and their history, whatever its status. Returns how many tasks were
-    /// deleted.
-    public func deleteTree(of id: String) async throws -> Int {
-        try await deleteTree(of: id, ifStatusIn: Set(TaskStatus.allCases)) ?? 0
+    /// The history of a task and the nodes below it, oldest first: `limit` events after `sequence`.
+    public func events(of id: String, after sequence: Int64? = nil, limit: Int = 1000) async throws -> [TaskEvent] {
+        try await events(EventQuery(taskID: id, after: sequence, limit: limit))
+    }
+
+    /// Ids of any task (root or subtask) that begin with `prefix`.
+    public func taskIDs(withPrefix prefix: String, limit: Int) async throws -> [String] {
+        try await taskIDs(withPrefix: prefix, rootsOnly: false, limit: limit)
     }
 }
 
-/// Which roots to list.
+/// Which roots to list, and in which order.
 public struct TaskQuery: Sendable, Hashable {
+    /// The order of a listing.
+    public enum Sort: String, Sendable, Hashable, CaseIterable, Codable {
+        /// Newest first.
+        case created
+        /// Most recently changed first.
+        case updated
+        /// Furthest along first.
+        case progress
+    }
+
+    /// Only these statuses (`nil`: any).
     public var statuses: Set<TaskStatus>?
+    /// Only jobs of this kind.
     public var kind: String?
     /// Roots created at or after this date.
     public var createdSince: Date?
+    /// Roots created before this date.
+    public var createdUntil: Date?
+    /// Roots whose name contains this text (case-insensitive for ASCII letters).
+    public var nameContains: String?
+    /// The order; `reverse` turns it around (oldest, least recently changed, least advanced first).
+    public var sort: Sort
+    public var reverse: Bool
+    /// At most this many (0 or more).
     public var limit: Int
+    /// Skip this many first.
     public var offset: Int
 
     public init(
-        statuses: Set<TaskStatus>? = nil, kind: String? = nil, createdSince: Date? = nil, limit: Int = 50,
-        offset: Int = 0
+        statuses: Set<TaskStatus>? = nil, kind: String? = nil, createdSince: Date? = nil, createdUntil: Date? = nil,
+        nameContains: String? = nil, sort: Sort = .created, reverse: Bool = false, limit: Int = 50, offset: Int = 0
     ) {
         self.statuses = statuses
         self.kind = kind
         self.createdSince = createdSince
+        self.createdUntil = createdUntil
+        self.nameContains = nameContains
+        self.sort = sort
+        self.reverse = reverse
         self.limit = limit
         self.offset = offset
     }
+
+    /// Whether `record` (a root) matches the filters (not the limit and offset).
+    public func matches(_ record: TaskRecord) -> Bool {
+        guard record.isRoot else { return false }
+        if let statuses, !statuses.contains(record.status) { return false }
+        if let kind, record.kind != kind { return false }
+        if let createdSince, record.createdAt.storedMilliseconds < createdSince.storedMilliseconds { return false }
+        if let createdUntil, record.createdAt.storedMilliseconds >= createdUntil.storedMilliseconds { return false }
+        if let nameContains, !nameContains.isEmpty, !record.name.asciiLowercased.contains(nameContains.asciiLowercased) {
+            return false
+        }
+        return true
+    }
 }
 
-/// What a batch writes in one transaction.
-public struct TaskBatch: Sendable, Hashable {
-    /// Whole records, inserted or replaced.
-    public var records: [TaskRecord]
-    /// New rows, inserted unless a row with the same id, child identity or idempotency key exists: those are left
-    /// as they are and reported in ``TaskBatchResult/conflictingTaskIDs`` (the batch goes on).
-    public var inserts: [TaskRecord] = []
-    /// Changes of stored rows: only the columns that change after creation are written (status, progress, step,
-    /// attempt, interruptions, error, result, checkpoint, owner, lease, weight, priority and times), which leaves the
-    /// identity columns and their index entries alone. A row that does not exist is reported as rejected.
-    public var updates: [TaskRecord] = []
-    /// Progress-only changes.
-    public var progress: [TaskProgressRecord]
-    public var events: [TaskEvent]
-    /// When set, only rows held by this owner (or new rows) are written.
-    public var owner: String?
+/// Which history to read.
+public struct EventQuery: Sendable, Hashable {
+    /// The task whose history (with the nodes below it) is read.
+    public var taskID: String
+    /// Only events stored after this sequence number.
+    public var after: Int64?
+    /// Only events at or after this date.
+    public var since: Date?
+    /// Only events of these kinds.
+    public var kinds: Set<TaskEvent.Kind>?
+    /// At most this many.
+    public var limit: Int
+    /// The last `limit` events instead of the first (still returned oldest first).
+    public var tail: Bool
 
     public init(
-        records: [TaskRecord] = [], inserts: [TaskRecord] = [], updates: [TaskRecord] = [],
-        progress: [TaskProgressRecord] = [], events: [TaskEvent] = [], owner: String? = nil
+        taskID: String, after: Int64? = nil, since: Date? = nil, kinds: Set<TaskEvent.Kind>? = nil, limit: Int = 1000,
+        tail: Bool = false
     ) {
-        self.records = records
-        self.inserts = inserts
-        self.updates = updates
-        self.progress = progress
-        self.events = events
-        self.owner = owner
+        self.taskID = taskID
+        self.after = after
+        self.since = since
+        self.kinds = kinds
+        self.limit = limit
+        self.tail = tail
     }
 
-    public var isEmpty: Bool {
-        records.isEmpty && inserts.isEmpty && updates.isEmpty && progress.isEmpty && events.isEmpty
-    }
-}
-
-/// What a batch did not write.
-public struct TaskBatchResult: Sendable, Hashable {
-    /// Tasks held by another owner (or gone), left as they were.
-    public var rejectedTaskIDs: [String]
-    /// New rows not inserted because their identity exists already.
-    public var conflictingTaskIDs: [String]
-
-    public init(rejectedTaskIDs: [String] = [], conflictingTaskIDs: [String] = []) {
-        self.rejectedTaskIDs = rejectedTaskIDs
-        self.conflictingTaskIDs = conflictingTaskIDs
+    /// Whether `event` matches the filters (not the task, limit or tail).
+    public func matches(_ event: TaskEvent) -> Bool {
+        if let after, let sequence = event.sequence, sequence <= after { return false }
+        if let since, event.at.storedMilliseconds < since.storedMilliseconds { return false }
+        if let kinds, !kinds.contains(event.kind) { return false }
+        return true
     }
 }
 
 /// Counts for `progressctl stats`.
 public struct TaskStoreStatistics: Sendable, Hashable, Codable {
+    /// Roots by status.
     public var rootsByStatus: [String: Int]
+    /// Roots by job kind (`""` for closure tasks).
     public var rootsByKind: [String: Int]
+    /// When the oldest pending root was submitted; `nil` when none is pending.
     public var oldestPendingCreatedAt: Date?
+    /// Events in the history.
     public var events: Int
     /// Size of the database in bytes (0 for the in-memory store).
     public var databaseBytes: Int64
@@ -186,5 +168,22 @@ public struct TaskStoreStatistics: Sendable, Hashable, Codable {
         self.oldestPendingCreatedAt = oldestPendingCreatedAt
         self.events = events
         self.databaseBytes = databaseBytes
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(rootsByStatus, forKey: .rootsByStatus)
+        try container.encode(rootsByKind, forKey: .rootsByKind)
+        // `null` when absent, not a missing key.
+        try container.encode(oldestPendingCreatedAt, forKey: .oldestPendingCreatedAt)
+        try container.encode(events, forKey: .events)
+        try container.encode(databaseBytes, forKey: .databaseBytes)
+    }
+}
+
+extension String {
+    /// The text with ASCII letters lowercased (what SQLite's `lower()` and `LIKE` fold).
+    var asciiLowercased: String {
+        String(decoding: utf8.map { $0 >= 65 && $0 <= 90 ? $0 + 32 : $0 }, as: UTF8.self)
     }
 }

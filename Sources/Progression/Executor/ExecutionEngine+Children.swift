@@ -1,0 +1,199 @@
+import Foundation
+import Synchronization
+
+/// Subtasks, reports, checkpoints and pauses: what task code calls through its context.
+extension ExecutionEngine {
+    /// How a step's result is stored, so that a completed step can be skipped when its parent runs again.
+    struct ResultCodec<T>: Sendable {
+        let encode: @Sendable (T) throws -> Data
+        let decode: @Sendable (Data) throws -> T
+    }
+
+    /// Runs the child `name` of `parent`, or returns its stored result when it completed in an earlier run. Returns
+    /// (or throws) once the child's end is committed.
+    func push<T: Sendable>(
+        parent: NodeHandle, name: String, weight: Double, options: TaskOptions?, codec: ResultCodec<T>?,
+        body: @escaping @Sendable (any TaskContext) async throws -> T
+    ) async throws -> T {
+        try Task.checkCancellation()
+        guard weight.isFinite, weight > 0 else {
+            throw ProgressionError.invalidProgressValue("weight \(weight) of '\(name)' must be a positive number")
+        }
+        try await waitWhilePaused(parent)
+        try Task.checkCancellation()
+        let pushedAt = now()
+        // A completed step is skipped only when its stored result still decodes as the step's type.
+        var accepts: (@Sendable (Data?) -> Bool)?
+        if let codec {
+            accepts = { data in
+                guard let data else { return false }
+                return (try? codec.decode(data)) != nil
+            }
+        }
+        let start = try state.withLock { state throws(ProgressionError) in
+            try state.startChild(
+                of: parent, name: name, weight: weight, options: options, now: pushedAt, accepts: accepts)
+        }
+        let child: NodeHandle
+        switch start {
+        case .completed(_, let data):
+            if let codec, let data, let value = try? codec.decode(data) {
+                publisherSignal.signal()
+                return value
+            }
+            throw ProgressionError.invalidState(taskID: name, status: .completed, action: "read the stored result of")
+        case .run(let handle):
+            child = handle
+        }
+        wakeWriter(urgent: false)
+        var result = await execute(child, isRoot: false, body)
+        var data: Data?
+        if case .success(let value) = result, let codec {
+            do { data = try codec.encode(value) } catch { result = .failure(error) }
+        }
+        let finished = now()
+        let (sequence, timedOut) = state.withLock { state -> (Int64?, Duration?) in
+            guard let node = state.nodes[child] else { return (nil, nil) }
+            let (sequence, _) = state.finish(
+                node, result.map { _ in data }, now: finished, random: 0, configuration: configuration)
+            if case .timedOut(let timeout)? = node.stopReason { return (sequence, timeout) }
+            return (sequence, nil)
+        }
+        if let sequence { try await waitForCommit(sequence) }
+        switch result {
+        case .success(let value):
+            return value
+        case .failure(let error):
+            // The parent itself is being cancelled: cancellation goes on up as it is.
+            if Task.isCancelled { throw CancellationError() }
+            if let timedOut {
+                throw ProgressionError.subtaskFailed(name: name, underlying: TaskTimeoutError(timeout: timedOut))
+            }
+            if case ProgressionError.subtaskFailed = error { throw error }
+            throw ProgressionError.subtaskFailed(
+                name: name, underlying: Self.isCancellation(error) ? ProgressionError.cancelled : error)
+        }
+    }
+
+    /// Applies a validated report. Returns whether the task must wait (it or an ancestor is paused), whether too many
+    /// events are queued, and whether the writer is behind.
+    func report(_ handle: NodeHandle, _ progress: TaskProgress) throws -> (paused: Bool, backlogged: Bool, writerBehind: Bool) {
+        let now = now()
+        let limit = configuration.eventBacklogLimit
+        let tolerance = writerLagTolerance
+        let outcome = try state.withLock { state throws(ProgressionError) -> (Bool, Bool, Bool, Bool) in
+            guard let node = state.nodes[handle], !node.removed else { return (false, false, false, false) }
+            // The writer sleeps while nothing is dirty: wake it when this report makes the first change.
+            let wasIdle = state.dirtyNodes.isEmpty && state.events.isEmpty
+            if progress.fraction != nil || progress.total != nil || progress.completedUnits != nil {
+                try state.applyReport(progress, to: node, now: now)
+            }
+            if let name = progress.name, name != node.record.step {
+                node.record.step = name
+                node.record.updatedAt = now
+                state.markDirty(node, [.step, .updatedAt])
+                state.append(
+                    TaskEvent(
+                        taskID: node.record.id, rootID: node.record.rootID, kind: .step, at: now,
+                        attempt: node.record.attempt, progress: node.record.progress, message: name))
+            }
+            let behind = now.timeIntervalSince(state.lastBatchAt) > tolerance
+            return (node.isEffectivelyPaused, state.events.count >= limit, wasIdle, behind)
+        }
+        if outcome.2 { wakeWriter(urgent: false) }
+        return (outcome.0, outcome.1, outcome.3)
+    }
+
+    /// Stores a checkpoint; returns once it is committed.
+    func checkpoint(_ handle: NodeHandle, data: Data) async throws {
+        let now = now()
+        let sequence = state.withLock { state -> Int64? in
+            guard let node = state.nodes[handle], !node.removed else { return nil }
+            node.record.checkpoint = data
+            node.record.updatedAt = now
+            state.markDirty(node, [.checkpoint, .updatedAt])
+            state.append(
+                TaskEvent(
+                    taskID: node.record.id, rootID: node.record.rootID, kind: .checkpointed, at: now,
+                    attempt: node.record.attempt, progress: node.record.progress, message: "\(data.count) bytes"))
+            return state.changeSequence
+        }
+        guard let sequence else { throw ProgressionError.notFound(taskID: "#\(handle)") }
+        try await waitForCommit(sequence)
+    }
+
+    /// Suspends while the node or an ancestor is paused. Cancelling the waiting task wakes it with
+    /// `CancellationError`.
+    func waitWhilePaused(_ handle: NodeHandle) async throws {
+        while state.withLock({ $0.nodes[handle]?.isEffectivelyPaused ?? false }) {
+            let token = state.withLock { $0.nextToken() }
+            try await withTaskCancellationHandler {
+                try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                    let immediate = state.withLock { state in
+                        state.waitWhilePaused(handle, token: token, continuation, cancelled: Task.isCancelled)
+                    }
+                    if let immediate { continuation.resume(with: immediate) }
+                }
+            } onCancel: {
+                let continuation = state.withLock { $0.nodes[handle]?.pauseWaiters.removeValue(forKey: token) }
+                continuation?.resume(throwing: CancellationError())
+            }
+        }
+    }
+}
+
+/// How a child starts.
+enum ChildStart {
+    /// A new child, or one whose earlier run did not complete: run its code (its start is staged).
+    case run(NodeHandle)
+    /// A child that completed in an earlier run: return its stored result without running it.
+    case completed(NodeHandle, result: Data?)
+}
+
+extension GraphState {
+    /// Creates the child `name` of `parent`, or finds it again (same name and occurrence) when the parent runs again,
+    /// and stages its start.
+    mutating func startChild(
+        of parentHandle: NodeHandle, name: String, weight: Double, options: TaskOptions?, now: Date,
+        accepts: ((Data?) -> Bool)?
+    ) throws(ProgressionError) -> ChildStart {
+        guard let parent = nodes[parentHandle], !parent.removed else {
+            throw ProgressionError.notFound(taskID: "#\(parentHandle)")
+        }
+        let occurrence = parent.nameCounts[name, default: 0]
+        parent.nameCounts[name] = occurrence + 1
+        if let existing = parent.childIndex[name]?[occurrence] {
+            if existing.record.status == .completed, let accepts, accepts(existing.record.result) {
+                join(existing, parent: parent, weight: weight, contribution: 1, now: now)
+                bank(existing, completed: true, now: now)
+                return .completed(existing.handle, result: existing.record.result)
+            }
+            join(existing, parent: parent, weight: weight, contribution: existing.record.progress ?? 0, now: now)
+            return try restartChild(existing.handle, now: now)
+        }
+        // By default a child takes its parent's cancel, pause and retry rights; the parent's timeout already covers
+        // the subtree, and automatic retries are for roots.
+        var childOptions = options ?? parent.record.options.with { $0.timeout = nil }
+        childOptions.retryPolicy = nil
+        let root = parent.root
+        root.childCount += 1
+        let record = TaskRecord(
+            id: TaskIdentifier.child(of: root.record.id, number: root.childCount), parentID: parent.record.id,
+            rootID: root.record.id, name: name, occurrence: occurrence, options: childOptions, status: .pending,
+            weight: weight, priority: parent.record.priority, createdAt: now)
+        let node = addChild(record, to: parent)
+        markDirty(node, .all)
+        join(node, parent: parent, weight: weight, contribution: 0, now: now)
+        try transition(node, .start, by: .system, now: now)
+        return .run(node.handle)
+    }
+
+    /// Runs a known child again (it did not complete, or its stored result cannot be used): same identity, a new
+    /// attempt once it had started, its own completed children found again when it pushes them.
+    private mutating func restartChild(_ handle: NodeHandle, now: Date) throws(ProgressionError) -> ChildStart {
+        guard let node = nodes[handle] else { throw ProgressionError.notFound(taskID: "#\(handle)") }
+        try transition(node, .rerun, by: .system, now: now)
+        prepareRun(node)
+        return .run(handle)
+    }
+}

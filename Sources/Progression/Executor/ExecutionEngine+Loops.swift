@@ -1,0 +1,224 @@
+import Foundation
+import Synchronization
+import Logging
+
+/// The executor's background work, each a child task of ``runLoops(scheduler:)``: the writer, the timer loop
+/// (timeouts, automatic retries, delayed recoveries), the publisher, maintenance (sweeping finished roots, the owner's
+/// heartbeat, WAL checkpoints), control requests of other processes, and recovery. They end when the task running them
+/// is cancelled (the writer when the graph closes), and the executor awaits them on shutdown.
+extension ExecutionEngine {
+    /// Runs every loop until cancelled.
+    func runLoops() async {
+        let writer = StoreWriter(engine: self)
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { await writer.run() }
+            group.addTask { await self.runTimers() }
+            group.addTask { await self.runPublisher() }
+            group.addTask { await self.runMaintenance() }
+            group.addTask { await self.runControlRequests() }
+            group.addTask { await self.runRecovery() }
+            // The writer ends when the graph closes (or it is cancelled), the others when cancelled.
+            await group.waitForAll()
+        }
+    }
+
+    /// Fires due deadlines: timeouts (paused time not counted), automatic retries, recovered jobs due later.
+    func runTimers() async {
+        while !Task.isCancelled {
+            let earliest = state.withLock { $0.timers.earliest }
+            if let earliest {
+                let wait = earliest - clock.now()
+                if wait > .zero { await timerSignal.wait(timeout: wait, clock: clock) }
+            } else {
+                await timerSignal.wait()
+            }
+            guard !Task.isCancelled else { return }
+            fireTimers()
+        }
+    }
+
+    func fireTimers() {
+        let now = clock.now()
+        let date = self.now()
+        let (launches, wake) = state.withLock { state -> ([RootLaunch], Bool) in
+            var wake = false
+            for action in state.timers.due(at: now) {
+                switch action {
+                case .timeout(let handle):
+                    guard let node = state.nodes[handle], let execution = node.execution,
+                        let timeout = node.record.options.timeout
+                    else { continue }
+                    let remaining = timeout - execution.activeTime(now: now)
+                    if remaining > .zero {
+                        // Paused time does not count: look again when the rest could have run out.
+                        wake = state.timers.add(.timeout(handle), at: now + remaining) || wake
+                    } else {
+                        Self.stop(node, .timedOut(timeout))
+                    }
+                case .retry(let handle):
+                    guard let node = state.nodes[handle], node.phase == .delayed else { continue }
+                    guard node.record.status == .pending, !state.isShutDown else {
+                        node.phase = .idle
+                        continue
+                    }
+                    node.phase = .queued
+                    state.runQueue.enqueue(.node(handle), priority: node.record.priority, createdAt: node.record.createdAt)
+                case .claimed(let claimed):
+                    guard !state.isShutDown else { continue }
+                    state.runQueue.enqueue(.claimed(claimed), priority: claimed.priority, createdAt: claimed.createdAt)
+                }
+            }
+            return (state.dispatch(now: date), wake)
+        }
+        launch(launches)
+        if wake { timerSignal.signal() }
+    }
+
+    /// Publishes the graph when it changed, at most once per publish interval, and only while someone listens.
+    func runPublisher() async {
+        while !Task.isCancelled {
+            await publisherSignal.wait()
+            guard !Task.isCancelled else { break }
+            if publisher.hasSubscribers, let graph = state.withLock({ $0.snapshotIfChanged() }) {
+                publisher.publish(graph)
+            }
+            try? await clock.sleep(configuration.publishInterval)
+        }
+        publisher.publish(state.withLock { $0.graph() })
+        publisher.finish()
+    }
+
+    /// Sweeps finished roots past their visibility, writes the owner's heartbeat when due, and checkpoints the
+    /// store's log off the commit path.
+    func runMaintenance() async {
+        var lastHeartbeat = clock.now()
+        var lastCheckpoint = clock.now()
+        while !Task.isCancelled {
+            do { try await clock.sleep(.milliseconds(250)) } catch { return }
+            sweepFinished()
+            let now = clock.now()
+            if now - lastHeartbeat >= configuration.heartbeatInterval {
+                lastHeartbeat = now
+                do {
+                    try await store.saveOwner(ownerRecord(heartbeatAt: self.now()))
+                } catch {
+                    Self.noteStorageFailure(error, outage: storageOutage, logger: logger, what: "writing the heartbeat")
+                }
+            }
+            if now - lastCheckpoint >= configuration.checkpointInterval {
+                lastCheckpoint = now
+                try? await store.maintain(.passiveCheckpoint)
+            }
+        }
+    }
+
+    /// The owner record of this executor.
+    func ownerRecord(heartbeatAt: Date, stoppedAt: Date? = nil) -> OwnerRecord {
+        OwnerRecord(
+            id: ownerID, host: OwnerRecord.currentHost, pid: ProcessInfo.processInfo.processIdentifier,
+            startedAt: startedAt, heartbeatAt: heartbeatAt, stoppedAt: stoppedAt)
+    }
+
+    /// Removes from memory the finished roots whose committed finish is older than their visibility, in one pass.
+    /// Their rows stay in the store.
+    func sweepFinished() {
+        let now = now()
+        let completedBefore = now.addingTimeInterval(-configuration.completedTaskVisibility.seconds)
+        let failedBefore = configuration.failedTaskVisibility.map { now.addingTimeInterval(-$0.seconds) }
+        state.withLock { state in
+            var removed: Set<ObjectIdentifier> = []
+            for root in state.roots {
+                let committed = root.committed
+                guard committed.status.isFinished, root.phase == .idle, let finished = committed.finishedAt,
+                    root.staged == nil, !root.isInWriteSet,
+                    let limit = committed.status == .completed ? completedBefore : failedBefore, finished < limit
+                else { continue }
+                for node in root.subtree {
+                    node.removed = true
+                    state.nodes[node.handle] = nil
+                    state.handles[node.record.id] = nil
+                }
+                removed.insert(ObjectIdentifier(root))
+            }
+            guard !removed.isEmpty else { return }
+            state.roots.removeAll { removed.contains(ObjectIdentifier($0)) }
+            state.version += 1
+        }
+    }
+
+    /// Applies control requests written by other processes (progressctl) for this owner, when the store changed
+    /// since the last look (SQLite's `data_version`: an idle look costs one pragma).
+    func runControlRequests() async {
+        var lastCounter: Int64?
+        while !Task.isCancelled {
+            if let counter = try? await store.changeCounter(), counter != lastCounter {
+                lastCounter = counter
+                await applyControlRequests()
+            }
+            do { try await clock.sleep(configuration.controlPollInterval) } catch { return }
+        }
+    }
+
+    func applyControlRequests() async {
+        guard let requests = try? await store.pendingControlRequests(for: ownerID) else { return }
+        for request in requests {
+            var outcome = "applied"
+            do {
+                switch request.action {
+                case .pause: try await pause(request.taskID)
+                case .resume: try await resume(request.taskID)
+                case .cancel: try await cancel(request.taskID)
+                case .retry:
+                    if state.withLock({ $0.node(id: request.taskID) == nil }) { try await loadForRetry(request.taskID) }
+                    try await retry(request.taskID)
+                case .remove: try await remove(request.taskID, force: true)
+                }
+            } catch {
+                outcome = "refused: \(ProgressionError.describe(error))"
+            }
+            logger.info(
+                "control request",
+                metadata: ["task": "\(request.taskID)", "action": "\(request.action)", "outcome": "\(outcome)"])
+            try? await store.completeControlRequest(id: request.id, outcome: outcome, at: now())
+        }
+    }
+
+    /// Claims the roots of dead owners and unowned jobs every recovery interval.
+    func runRecovery() async {
+        while !Task.isCancelled {
+            do { try await clock.sleep(configuration.recoveryInterval) } catch { return }
+            let (shutDown, enabled) = state.withLock { ($0.isShutDown, $0.schedulerEnabled) }
+            if enabled, !shutDown { await recoverOnce() }
+        }
+    }
+
+    /// Removes a finished root from memory and from the store (with its subtree and history); with `force`, an
+    /// unfinished one is cancelled first and removed once its code has stopped.
+    ///
+    /// - Throws: `notFound`, `invalidState` (a subtask, or unfinished without `force`), `notCancellable`.
+    func remove(_ taskID: String, force: Bool) async throws {
+        let known = state.withLock { state -> (isRoot: Bool, status: TaskStatus)? in
+            state.node(id: taskID).map { ($0.isRoot, $0.record.status) }
+        }
+        if let known {
+            guard known.isRoot else {
+                throw ProgressionError.invalidState(taskID: taskID, status: known.status, action: "remove a subtask of")
+            }
+            if !known.status.isFinished {
+                guard force else {
+                    throw ProgressionError.invalidState(taskID: taskID, status: known.status, action: "remove")
+                }
+                try await cancel(taskID)
+            }
+            await waitUntilIdle(taskID)
+            try await flush()
+            state.withLock { state in
+                if let node = state.node(id: taskID) { state.removeRoot(node) }
+            }
+        }
+        guard let stored = try await store.task(id: taskID) else { throw ProgressionError.notFound(taskID: taskID) }
+        _ = try await store.change(
+            TaskChangeRequest(
+                taskID: taskID, transition: .remove, requester: .user, expectedStatus: stored.status, at: now()))
+    }
+}

@@ -1,0 +1,332 @@
+import Foundation
+import Synchronization
+
+/// A root to add: its record, its creation event and its code.
+struct NewRoot: Sendable {
+    var record: TaskRecord
+    var body: @Sendable (any TaskContext) async throws -> Void
+}
+
+/// Something the dispatcher started, to launch outside the lock.
+enum RootLaunch: Sendable {
+    /// A root in memory whose start is staged.
+    case node(NodeHandle)
+    /// A claimed root: its tree is loaded, then it starts.
+    case claimed(ClaimedRoot)
+}
+
+/// Roots: adding them, giving them slots, running their code, recording how each run ended.
+///
+/// A root takes a slot when its start is staged — in the same commit as its insert when a slot is free — and its code
+/// runs once that start is committed (so a process dying in it leaves it `running`, and recovery counts the
+/// interruption). It gives the slot back as soon as its end is staged: the next root's start shares that commit.
+extension ExecutionEngine {
+    /// Adds roots whose rows the writer inserts with its next batch (one commit for all, with the starts of those that
+    /// get a slot at once). Returns their handles and the sequence to wait for.
+    ///
+    /// - Throws: ``ProgressionError/duplicateID(_:)`` when a root with one of the ids is in memory,
+    ///   ``ProgressionError/shutDown``; nothing is added then.
+    func addRoots(_ roots: [NewRoot]) throws(ProgressionError) -> (handles: [NodeHandle], sequence: Int64) {
+        let now = now()
+        let (handles, sequence, launches) = try state.withLock {
+            state throws(ProgressionError) -> ([NodeHandle], Int64, [RootLaunch]) in
+            guard !state.isShutDown else { throw ProgressionError.shutDown }
+            for root in roots where state.handles[root.record.id] != nil {
+                throw ProgressionError.duplicateID(root.record.id)
+            }
+            var handles: [NodeHandle] = []
+            handles.reserveCapacity(roots.count)
+            for root in roots {
+                let node = state.addRoot(root.record, stored: false)
+                node.body = root.body
+                state.append(
+                    TaskEvent(
+                        taskID: root.record.id, rootID: root.record.id, kind: .created, at: root.record.createdAt,
+                        attempt: root.record.attempt, message: root.record.name))
+                if root.record.status != .paused {
+                    node.phase = .queued
+                    state.runQueue.enqueue(.node(node.handle), priority: root.record.priority, createdAt: root.record.createdAt)
+                }
+                handles.append(node.handle)
+            }
+            let launches = state.dispatch(now: now)
+            return (handles, state.changeSequence, launches)
+        }
+        launch(launches)
+        wakeWriter(urgent: true)
+        return (handles, sequence)
+    }
+
+    /// Waits for new roots' rows to be committed. Those whose identity was taken are removed from memory and their ids
+    /// returned.
+    func commitNewRoots(_ handles: [NodeHandle], sequence: Int64) async throws -> [String] {
+        do {
+            try await waitForCommit(sequence)
+        } catch {
+            state.withLock { state in
+                for handle in handles { if let node = state.nodes[handle] { state.removeRoot(node) } }
+            }
+            throw error
+        }
+        return state.withLock { state in
+            var conflicted: [String] = []
+            for handle in handles {
+                guard let node = state.nodes[handle], node.conflicted else { continue }
+                conflicted.append(node.record.id)
+                node.stopReason = .leaseLost
+                state.removeRoot(node)
+            }
+            return conflicted
+        }
+    }
+
+    /// Starts the tasks the dispatcher handed out.
+    func launch(_ launches: [RootLaunch]) {
+        for launch in launches {
+            switch launch {
+            case .node(let handle):
+                let task = Task.detached { await self.runRoot(handle) }
+                let cancel = state.withLock { state -> Bool in
+                    guard let node = state.nodes[handle] else { return false }
+                    node.runTask = task
+                    return node.stopReason != nil
+                }
+                if cancel { task.cancel() }
+            case .claimed(let claimed):
+                let task = Task.detached { await self.runClaimed(claimed) }
+                state.withLock { $0.claimedRuns[claimed.id] = task }
+            }
+        }
+    }
+
+    /// Runs a root whose start is staged (it holds a slot): waits for the start's commit, runs its code, records how it
+    /// ended, gives the slot back, and waits for that record's commit.
+    func runRoot(_ handle: NodeHandle) async {
+        let start = state.withLock { state -> (sequence: Int64, body: @Sendable (any TaskContext) async throws -> Void)? in
+            guard let node = state.nodes[handle], let body = node.body else { return nil }
+            return (node.staged?.sequence ?? state.changeSequence, body)
+        }
+        guard let start else {
+            releaseSlot()
+            return
+        }
+        do {
+            try await waitForCommit(start.sequence)
+        } catch {
+            releaseSlot()
+            return
+        }
+        let runnable = state.withLock { state -> Bool in
+            guard let node = state.nodes[handle], !node.conflicted, !node.removed else { return false }
+            return true
+        }
+        guard runnable else {
+            releaseSlot()
+            return
+        }
+        let result = await execute(handle, isRoot: true) { context in try await start.body(context) }
+        await end(handle, result.map { _ in nil })
+    }
+
+    /// Records how a root's run ended, gives its slot to the next root, and waits for the record's commit; then the
+    /// root waits for its next attempt, or is idle.
+    func end(_ handle: NodeHandle, _ result: Result<Data?, any Error>) async {
+        let now = now()
+        let random = Double.random(in: 0..<1)
+        let (sequence, retryDelay, lost, launches) = state.withLock {
+            state -> (Int64?, Duration?, Bool, [RootLaunch]) in
+            state.runQueue.running -= 1
+            guard let node = state.nodes[handle] else { return (nil, nil, false, state.dispatch(now: now)) }
+            let lost = node.effectiveStop?.reason == .leaseLost
+            let (sequence, delay) = state.finish(node, result, now: now, random: random, configuration: configuration)
+            return (sequence, delay, lost, state.dispatch(now: now))
+        }
+        launch(launches)
+        if let sequence { try? await waitForCommit(sequence) }
+        let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+            guard let node = state.nodes[handle] else { return [] }
+            node.runTask = nil
+            if lost {
+                // Another owner runs it now: forget it here.
+                node.phase = .idle
+                state.removeRoot(node)
+                return node.takeIdleWaiters()
+            }
+            if let retryDelay, !state.isShutDown {
+                node.phase = .delayed
+                node.startsNewAttempt = true
+                if state.timers.add(.retry(handle), at: clock.now() + retryDelay) { timerSignal.signal() }
+                return []
+            }
+            node.phase = .idle
+            return node.takeIdleWaiters()
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    /// Gives a slot back without a run to record (a start that was not committed, a root gone meanwhile).
+    func releaseSlot() {
+        let now = now()
+        let launches = state.withLock { state in
+            state.runQueue.running -= 1
+            return state.dispatch(now: now)
+        }
+        launch(launches)
+    }
+
+    /// Runs a node's code (a root's in the calling task, a subtask's in a task of its own, so that it can be cancelled
+    /// by id), under the node's timeout.
+    func execute<T: Sendable>(
+        _ handle: NodeHandle, isRoot: Bool, _ body: @escaping @Sendable (any TaskContext) async throws -> T
+    ) async -> Result<T, any Error> {
+        let context = LiveTaskContext(handle: handle, taskID: state.withLock { $0.nodes[handle]?.record.id ?? "" }, engine: self)
+        if isRoot {
+            let stopped = beginExecution(handle, cancel: nil)
+            if stopped { return .failure(CancellationError()) }
+            let result: Result<T, any Error>
+            do { result = .success(try await body(context)) } catch { result = .failure(error) }
+            endExecution(handle)
+            return result
+        }
+        let work = Task { try await body(context) }
+        if beginExecution(handle, cancel: { work.cancel() }) { work.cancel() }
+        let result = await withTaskCancellationHandler {
+            await work.result
+        } onCancel: {
+            work.cancel()
+        }
+        endExecution(handle)
+        return result
+    }
+
+    /// Marks a node's code as running and arms its timeout. Returns whether it was asked to stop already.
+    func beginExecution(_ handle: NodeHandle, cancel: (@Sendable () -> Void)?) -> Bool {
+        let now = clock.now()
+        let (stopped, wake) = state.withLock { state -> (Bool, Bool) in
+            guard let node = state.nodes[handle] else { return (true, false) }
+            // A root's code runs in its run task, which `stop` cancels.
+            node.execution = Execution(
+                cancel: cancel ?? {}, startedAt: now, pausedSince: node.isEffectivelyPaused ? now : nil)
+            node.rate.restart()
+            var wake = false
+            if let timeout = node.record.options.timeout {
+                wake = state.timers.add(.timeout(handle), at: now + timeout)
+            }
+            return (node.effectiveStop != nil, wake)
+        }
+        if wake { timerSignal.signal() }
+        return stopped
+    }
+
+    private func endExecution(_ handle: NodeHandle) {
+        state.withLock { $0.nodes[handle]?.execution = nil }
+    }
+}
+
+extension GraphState {
+    /// Starts queued roots while slots are free: stages each one's start (a new attempt first, for an automatic
+    /// retry) and takes its slot. Returns what to launch.
+    mutating func dispatch(now: Date) -> [RootLaunch] {
+        var launches: [RootLaunch] = []
+        guard !isShutDown else { return launches }
+        while let next = runQueue.next() {
+            switch next {
+            case .node(let handle):
+                guard let node = nodes[handle], node.phase == .queued else { continue }
+                guard node.record.status == .pending else {
+                    // Paused or finished while it waited: not run (a resume queues it again).
+                    node.phase = .idle
+                    continue
+                }
+                if node.startsNewAttempt {
+                    node.startsNewAttempt = false
+                    _ = try? transition(node, .beginAttempt, by: .system, now: now)
+                    prepareRun(node)
+                }
+                do {
+                    try transition(node, .start, by: .system, now: now)
+                } catch {
+                    node.phase = .idle
+                    continue
+                }
+                node.stopReason = nil
+                node.phase = .running
+                runQueue.running += 1
+                launches.append(.node(handle))
+            case .claimed(let claimed):
+                runQueue.running += 1
+                launches.append(.claimed(claimed))
+            }
+        }
+        return launches
+    }
+
+    /// Prepares a root (or a subtask run again) for a new run: its subtasks are found again by name and occurrence,
+    /// its progress starts over from what it showed.
+    mutating func prepareRun(_ node: TaskNode) {
+        node.nameCounts = [:]
+        node.stopReason = nil
+        node.progress.reset(floor: node.record.progress)
+        node.rate.restart()
+    }
+
+    /// Records how a node's code ended, through the lifecycle: completed, failed (or, for a root whose retry policy
+    /// allows it, waiting for its next attempt), cancelled, or handed back by a graceful stop. A subtask cancelled
+    /// with an ancestor ends silently (its ancestor's event implies it); a task another owner took is left alone.
+    /// Returns the sequence to wait for, and the delay before an automatic retry.
+    mutating func finish(
+        _ node: TaskNode, _ result: Result<Data?, any Error>, now: Date, random: Double,
+        configuration: TaskExecutor.Configuration
+    ) -> (Int64?, Duration?) {
+        let stop = node.effectiveStop
+        var retryDelay: Duration?
+        do {
+            switch (result, stop?.reason) {
+            case (_, .leaseLost?):
+                return (nil, nil)
+            case (.failure, .shutdown?):
+                try transition(
+                    node, .release, by: .system, now: now, message: "executor shut down", silent: !node.isRoot)
+            case (.success(let data), _):
+                try transition(node, .complete(result: data), by: .system, now: now)
+            case (.failure, .timedOut(let timeout)?) where stop?.own == true:
+                retryDelay = try failOrRetry(node, TaskTimeoutError(timeout: timeout), now: now, random: random)
+            case (.failure(let error), let reason) where ExecutionEngine.isCancellation(error) || reason != nil:
+                let own = stop?.own == true || (stop == nil && node.isRoot)
+                try transition(node, .cancel, by: .system, now: now, silent: !own)
+            case (.failure(let error), _):
+                retryDelay = try failOrRetry(node, error, now: now, random: random)
+            }
+        } catch {
+            // The lifecycle refused (the task changed meanwhile): nothing to record.
+            return (nil, nil)
+        }
+        if !node.isRoot { bank(node, completed: node.record.status == .completed, now: now) }
+        return (changeSequence, retryDelay)
+    }
+
+    /// Fails a node, or (a root whose retry policy allows another attempt) puts it back to wait for it.
+    private mutating func failOrRetry(
+        _ node: TaskNode, _ error: any Error, now: Date, random: Double
+    ) throws(ProgressionError) -> Duration? {
+        let failure = TaskFailure(error)
+        guard node.isRoot, let policy = node.record.options.retryPolicy,
+            policy.allowsRetry(after: error, attempt: node.record.attempt)
+        else {
+            try transition(node, .fail(failure), by: .system, now: now)
+            return nil
+        }
+        let delay = policy.delay(afterAttempt: node.record.attempt, random: random)
+        let at = now.addingTimeInterval(delay.seconds).roundedToMilliseconds
+        try transition(node, .retryLater(failure, at: at), by: .system, now: now)
+        return delay
+    }
+}
+
+extension TaskNode {
+    /// The callers of `waitForTask`, taken (the root is idle).
+    func takeIdleWaiters() -> [CheckedContinuation<Void, Never>] {
+        defer { idleWaiters.removeAll() }
+        return idleWaiters
+    }
+}

@@ -1,0 +1,102 @@
+import Foundation
+
+/// Everything the executor keeps in memory, behind the graph's one lock. Each concern lives in a file of its own as
+/// an extension: the tree (`TaskTree.swift`), progress (`ProgressAggregation.swift`), pauses (`PauseGate.swift`),
+/// commits (`CommitLedger.swift`), what the writer stores next (`WriteSet.swift`), the run queue (`RunQueue.swift`)
+/// and snapshots (`Snapshots.swift`).
+struct GraphState {
+    // The tree.
+    var nextHandle = 1
+    var nodes: [NodeHandle: TaskNode] = [:]
+    var handles: [String: NodeHandle] = [:]
+    /// Roots in the order they were added.
+    var roots: [TaskNode] = []
+
+    // Commits.
+    var changeSequence: Int64 = 0
+    var committedSequence: Int64 = 0
+    var commitWaiters: [(sequence: Int64, continuation: CheckedContinuation<Void, any Error>)] = []
+    /// Set once the graph closes: later waits fail with it.
+    var closedError: (any Error)?
+
+    // What the writer stores next.
+    var dirtyNodes: [TaskNode] = []
+    var events: [TaskEvent] = []
+    var stagedNodes: [TaskNode] = []
+    /// When the writer last took a batch: a report yields when the writer is behind.
+    var lastBatchAt = Date()
+    /// Someone waits for a commit: the writer skips its batching window.
+    var urgent = false
+    var windowWaiter: CheckedContinuation<Void, Never>?
+    var storage = StorageHealth.healthy
+
+    // The run queue, and the deadlines of the timer loop.
+    var runQueue: RunQueue
+    var timers = TimerQueue()
+    /// Tasks that load claimed roots (and run them), by root id: awaited on shutdown.
+    var claimedRuns: [String: Task<Void, Never>] = [:]
+    /// No new work is accepted; queued roots are handed back.
+    var isShutDown = false
+    /// ``TaskExecutor/start()`` was called: recovery passes run.
+    var schedulerEnabled = false
+
+    // Pauses.
+    var nextWaiterToken = 0
+
+    // Snapshots.
+    var version: Int64 = 0
+    var publishedVersion: Int64 = -1
+
+    init(maxConcurrentTasks: Int) {
+        runQueue = RunQueue(maxConcurrent: maxConcurrentTasks)
+    }
+
+    /// Notes that `columns` of `node` changed: the writer stores them with its next batch, and snapshots rebuild the
+    /// node's tree.
+    mutating func markDirty(_ node: TaskNode, _ columns: TaskColumns) {
+        node.pendingColumns.formUnion(columns)
+        if !node.isInWriteSet {
+            node.isInWriteSet = true
+            dirtyNodes.append(node)
+        }
+        changeSequence += 1
+        touch(node)
+    }
+
+    /// Notes that something visible in `node`'s tree changed.
+    mutating func touch(_ node: TaskNode) {
+        node.root.version += 1
+        version += 1
+    }
+
+    /// Queues an event for the writer.
+    mutating func append(_ event: TaskEvent) {
+        events.append(event)
+        changeSequence += 1
+    }
+
+    /// Applies a lifecycle transition to a node: its record changes, the changed columns and the event are queued for
+    /// the writer, and the new state is shown once committed. Returns the sequence to wait for.
+    ///
+    /// - Parameter silent: the event is implied by another one (a subtask cancelled with its parent): not stored.
+    /// - Throws: the lifecycle's refusal; nothing changes then.
+    @discardableResult
+    mutating func transition(
+        _ node: TaskNode, _ transition: TaskLifecycle.Transition, by requester: TaskChangeRequester, now: Date,
+        message: String? = nil, silent: Bool = false
+    ) throws(ProgressionError) -> Int64 {
+        let before = node.record
+        let event = try TaskLifecycle.apply(transition, to: &node.record, now: now, by: requester, message: message)
+        let columns = TaskColumns.changed(from: before, to: node.record)
+        if let event, !silent { append(event) }
+        markDirty(node, columns.union(.updatedAt))
+        stage(node)
+        return changeSequence
+    }
+
+    /// Keeps a transition's state to show once it is committed.
+    mutating func stage(_ node: TaskNode) {
+        if node.staged == nil { stagedNodes.append(node) }
+        node.staged = CommittedState(node.record, sequence: changeSequence)
+    }
+}

@@ -1,0 +1,167 @@
+import Foundation
+
+/// A node's handle: an integer that stands for a node in memory, cheaper to look up than its id.
+typealias NodeHandle = Int
+
+/// Why a node's code is being stopped.
+enum StopReason: Sendable, Equatable {
+    /// Cancelled directly (through the API, progressctl, or `cancelAll`).
+    case cancelled
+    /// It ran longer than its timeout.
+    case timedOut(Duration)
+    /// The executor is shutting down: leave the task resumable.
+    case shutdown
+    /// Another owner holds the task now (fencing): stop without writing anything more for it.
+    case leaseLost
+}
+
+/// The transition fields of a node as last committed: what snapshots show, since a transition is published only
+/// after its commit.
+struct CommittedState: Sendable {
+    var status: TaskStatus
+    var attempt: Int
+    var interruptions: Int
+    var errorType: String?
+    var errorDescription: String?
+    var startedAt: Date?
+    var finishedAt: Date?
+    var nextAttemptAt: Date?
+    var sequence: Int64
+
+    init(_ record: TaskRecord, sequence: Int64) {
+        status = record.status
+        attempt = record.attempt
+        interruptions = record.interruptions
+        errorType = record.errorType
+        errorDescription = record.errorDescription
+        startedAt = record.startedAt
+        finishedAt = record.finishedAt
+        nextAttemptAt = record.nextAttemptAt
+        self.sequence = sequence
+    }
+}
+
+/// A node's code while it runs: how to cancel it, and its active time (paused time not counted) for its timeout.
+struct Execution {
+    var cancel: @Sendable () -> Void
+    var startedAt: Duration
+    var pausedSince: Duration?
+    var pausedTotal: Duration = .zero
+
+    /// How long the code has run, paused time not counted.
+    func activeTime(now: Duration) -> Duration {
+        (pausedSince ?? now) - startedAt - pausedTotal
+    }
+}
+
+/// Where a root is in the executor's scheduling (a root's run, as opposed to its stored status).
+enum RootPhase: Equatable {
+    /// Nothing to do here: finished, paused before its code started, or handed back.
+    case idle
+    /// Waiting in the run queue for a free slot.
+    case queued
+    /// Waiting for its next attempt's time.
+    case delayed
+    /// Holding a slot: its start is being committed, its code runs, or its end is being recorded.
+    case running
+}
+
+/// One task in memory. Only touched under the graph's lock.
+final class TaskNode {
+    let handle: NodeHandle
+    var record: TaskRecord
+    /// The transition state snapshots show: the last one committed.
+    var committed: CommittedState
+    /// The latest transition waiting for its commit; promoted to `committed` by the writer.
+    var staged: CommittedState?
+    weak var parent: TaskNode?
+    var children: [TaskNode] = []
+    /// Children by name and occurrence, to find a step again when its parent runs again.
+    var childIndex: [String: [Int: TaskNode]] = [:]
+    /// Occurrences of each child name pushed in the current run.
+    var nameCounts: [String: Int] = [:]
+
+    var progress = ProgressState()
+    var rate = RateState()
+
+    var execution: Execution?
+    var stopReason: StopReason?
+    /// Code suspended at a report, push or checkpoint while this node or an ancestor is paused.
+    var pauseWaiters: [Int: CheckedContinuation<Void, any Error>] = [:]
+
+    // Persistence (see ``WriteSet``).
+    /// Columns changed since the writer last took the node.
+    var pendingColumns: TaskColumns = []
+    var isInWriteSet = false
+    /// Whether the node's row exists in the store (then changes are narrow updates, not inserts).
+    var stored: Bool
+    /// A root whose row is not committed yet: not shown on the progress stream.
+    var hidden = false
+    /// Its insert found the identity taken (a duplicate id or idempotency key).
+    var conflicted = false
+    var removed = false
+    var lastSampleAt: Date?
+
+    // Roots only.
+    var body: (@Sendable (any TaskContext) async throws -> Void)?
+    var phase = RootPhase.idle
+    var runTask: Task<Void, Never>?
+    /// Callers of `waitForTask` waiting for the root to be idle.
+    var idleWaiters: [CheckedContinuation<Void, Never>] = []
+    /// Its next start begins a new attempt (an automatic retry).
+    var startsNewAttempt = false
+    /// Subtasks created under this root, for their ids.
+    var childCount = 0
+    /// Bumped when anything in the root's tree changes, for the snapshot cache.
+    var version: Int64 = 0
+    var cachedSnapshot: TaskSnapshot?
+    var cachedVersion: Int64 = -1
+
+    init(handle: NodeHandle, record: TaskRecord, sequence: Int64, stored: Bool) {
+        self.handle = handle
+        self.record = record
+        self.stored = stored
+        committed = CommittedState(record, sequence: sequence)
+    }
+
+    var isRoot: Bool { parent == nil }
+
+    /// The root of the node's tree.
+    var root: TaskNode {
+        var node = self
+        while let parent = node.parent { node = parent }
+        return node
+    }
+
+    /// Whether this node or an ancestor is paused: its code waits at its next report.
+    var isEffectivelyPaused: Bool {
+        var node: TaskNode? = self
+        while let current = node {
+            if current.record.status == .paused { return true }
+            node = current.parent
+        }
+        return false
+    }
+
+    /// The reason this node's code is being stopped: its own, else its nearest ancestor's, and whether it is its own.
+    var effectiveStop: (reason: StopReason, own: Bool)? {
+        if let stopReason { return (stopReason, true) }
+        var node = parent
+        while let current = node {
+            if let reason = current.stopReason { return (reason, false) }
+            node = current.parent
+        }
+        return nil
+    }
+
+    /// This node and every node below it, depth first.
+    var subtree: [TaskNode] {
+        var nodes: [TaskNode] = []
+        var stack = [self]
+        while let next = stack.popLast() {
+            nodes.append(next)
+            stack.append(contentsOf: next.children.reversed())
+        }
+        return nodes
+    }
+}

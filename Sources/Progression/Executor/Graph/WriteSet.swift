@@ -1,0 +1,125 @@
+import Foundation
+
+/// What the writer stores next: every changed node's changed columns (or its whole row, when new) and the queued
+/// events; and the commit ledger: who waits for which change to be committed.
+///
+/// Every change takes the next sequence number. The writer takes everything changed up to a sequence in one batch;
+/// once the batch commits, who waited for a sequence up to it is resumed, and staged transitions become what snapshots
+/// show. When a batch fails (a full disk, an I/O error, a lock held too long), its content goes back into the set and
+/// nobody is resumed: the writer tries again with backoff, and the waiters wait until a later batch commits.
+extension GraphState {
+    /// A batch taken by the writer, with the sequence it covers.
+    struct TakenBatch: Sendable {
+        var batch: TaskBatch
+        var sequence: Int64
+        /// Progress-sample events, which are not queued again when the batch fails.
+        var samples: Int
+    }
+
+    /// Takes what the writer has to store; progress samples for history at most every `sampleInterval` per node.
+    /// Returns `nil` (everything is committed) when nothing changed.
+    mutating func takeBatch(now: Date, sampleInterval: TimeInterval, owner: String) -> TakenBatch? {
+        lastBatchAt = now
+        guard !dirtyNodes.isEmpty || !events.isEmpty else {
+            committedSequence = max(committedSequence, changeSequence)
+            return nil
+        }
+        var batch = TaskBatch(owner: owner)
+        var samples: [TaskEvent] = []
+        for node in dirtyNodes {
+            node.isInWriteSet = false
+            let columns = node.pendingColumns
+            node.pendingColumns = []
+            guard !node.removed else { continue }
+            if !node.stored {
+                batch.inserts.append(node.record)
+                node.stored = true
+            } else if !columns.isEmpty {
+                batch.updates.append(TaskUpdate(node.record, columns: columns))
+            }
+            if columns.contains(.progress), let progress = node.record.progress, !node.record.status.isFinished,
+                now.timeIntervalSince(node.lastSampleAt ?? .distantPast) >= sampleInterval
+            {
+                node.lastSampleAt = now
+                samples.append(
+                    TaskEvent(
+                        taskID: node.record.id, rootID: node.record.rootID, kind: .progress, at: now,
+                        attempt: node.record.attempt, progress: progress, message: node.record.step))
+            }
+        }
+        dirtyNodes.removeAll(keepingCapacity: true)
+        // Transition and step events first, in the order they happened; samples after.
+        batch.events = events + samples
+        events.removeAll(keepingCapacity: true)
+        return TakenBatch(batch: batch, sequence: changeSequence, samples: samples.count)
+    }
+
+    /// A batch committed: staged transitions become visible, and who waited for it is returned to be resumed.
+    mutating func committed(upTo sequence: Int64) -> [CheckedContinuation<Void, any Error>] {
+        committedSequence = max(committedSequence, sequence)
+        if case .failing = storage { storage = .healthy }
+        if !stagedNodes.isEmpty {
+            var promoted: [TaskNode] = []
+            stagedNodes.removeAll { node in
+                guard let staged = node.staged, staged.sequence <= sequence else { return false }
+                node.committed = staged
+                node.staged = nil
+                if !node.conflicted { node.hidden = false }
+                promoted.append(node)
+                return true
+            }
+            for node in promoted { touch(node) }
+        }
+        var ready: [CheckedContinuation<Void, any Error>] = []
+        commitWaiters.removeAll { waiter in
+            guard waiter.sequence <= committedSequence else { return false }
+            ready.append(waiter.continuation)
+            return true
+        }
+        return ready
+    }
+
+    /// A batch failed: its content goes back into the set (samples excepted), to be written with the next one.
+    mutating func requeue(_ taken: TakenBatch, error: any Error, now: Date) {
+        for record in taken.batch.inserts {
+            guard let node = node(id: record.id), !node.removed else { continue }
+            node.stored = false
+            markDirty(node, .all)
+        }
+        for update in taken.batch.updates {
+            guard let node = node(id: update.record.id), !node.removed else { continue }
+            markDirty(node, update.columns)
+        }
+        let kept = taken.batch.events.dropLast(taken.samples)
+        events = kept + events
+        if case .healthy = storage {
+            storage = .failing(since: now, error: ProgressionError.describe(error))
+        }
+        version += 1
+    }
+
+    /// Inserts that found their identity taken: the nodes are marked; returns the ids of subtasks among them (a root's
+    /// caller learns of it when its insert commits).
+    mutating func markConflicted(_ ids: [String]) -> [String] {
+        var children: [String] = []
+        for id in ids {
+            guard let node = node(id: id) else { continue }
+            node.conflicted = true
+            if !node.isRoot { children.append(id) }
+        }
+        return children
+    }
+
+    /// Waits for nothing when `sequence` is committed already; else registers `continuation` for it.
+    mutating func waitForCommit(
+        _ sequence: Int64, _ continuation: CheckedContinuation<Void, any Error>
+    ) -> Result<Void, any Error>? {
+        if committedSequence >= sequence { return .success(()) }
+        if let closedError { return .failure(closedError) }
+        commitWaiters.append((sequence, continuation))
+        urgent = true
+        return nil
+    }
+
+    var hasPendingWrites: Bool { !dirtyNodes.isEmpty || !events.isEmpty || !commitWaiters.isEmpty }
+}

@@ -1,0 +1,29 @@
+import Foundation
+
+/// The executor's time: a monotonic clock for waits (timeouts, backoff, intervals, paused time) and the wall-clock
+/// time stored in records. Both come from ``TaskExecutor/Configuration/clock``, so that a test with a clock of its own
+/// controls timeouts, retries, heartbeats and rates; with the default `ContinuousClock` the wall time is the system's.
+struct TaskClock: Sendable {
+    /// Time since the clock was made.
+    let now: @Sendable () -> Duration
+    /// Sleeps for a duration on the clock (throws when cancelled).
+    let sleep: @Sendable (Duration) async throws -> Void
+    /// The wall-clock time, to the millisecond.
+    let date: @Sendable () -> Date
+
+    init(_ clock: any Clock<Duration>) {
+        self.init(opening: clock)
+    }
+
+    private init<C: Clock<Duration>>(opening clock: C) {
+        let start = clock.now
+        now = { start.duration(to: clock.now) }
+        sleep = { duration in try await clock.sleep(until: clock.now.advanced(by: duration), tolerance: nil) }
+        if clock is ContinuousClock || clock is SuspendingClock {
+            date = { Date.currentMillisecond() }
+        } else {
+            let origin = Date()
+            date = { origin.addingTimeInterval(start.duration(to: clock.now).seconds).roundedToMilliseconds }
+        }
+    }
+}

@@ -1,0 +1,132 @@
+import Foundation
+import Synchronization
+import Logging
+import ServiceLifecycle
+
+extension TaskExecutor {
+    // MARK: Starting
+
+    /// Starts the background loops (once): the writer, timers, the publisher, maintenance, control requests. The
+    /// owner record is written by the first heartbeat, or by ``start()``.
+    func startIfNeeded() throws {
+        guard !isShutDown else { throw ProgressionError.shutDown }
+        guard !started else { return }
+        started = true
+        let engine = engine
+        loops = Task.detached { await engine.runLoops() }
+    }
+
+    /// Starts the scheduler: registers this executor as an owner, recovers at once the tasks of dead owners and the
+    /// jobs nobody runs (this returns after that first pass), then keeps doing so every
+    /// ``Configuration/recoveryInterval``. Register job kinds first.
+    ///
+    /// A claimed job that was running when its owner died runs again (its completed steps are skipped, its last
+    /// checkpoint is there) with `interruptions` + 1, or fails when interrupted more than
+    /// ``Configuration/maxInterruptions`` times; a paused one comes back paused; a pending one waits for its next
+    /// attempt time; a closure task that was running fails as interrupted, since no other process has its code.
+    ///
+    /// - Throws: ``ProgressionError/shutDown``; the store's error when the owner record cannot be written.
+    public func start() async throws {
+        try startIfNeeded()
+        guard !engine.state.withLock({ $0.schedulerEnabled }) else { return }
+        try await store(engine.ownerRecord(heartbeatAt: engine.now()))
+        engine.state.withLock { $0.schedulerEnabled = true }
+        await engine.recoverOnce()
+    }
+
+    private func store(_ owner: OwnerRecord) async throws {
+        try await engine.store.saveOwner(owner)
+    }
+
+    // MARK: Shutting down
+
+    /// Stops gracefully: starts nothing more; asks running code to stop at its next report (or any cancellation
+    /// point) and leaves those tasks resumable — `pending` with no owner, or `paused` when they were paused; hands
+    /// queued jobs back; flushes; ends the progress stream and every background loop, and returns once they ended.
+    /// Code still running after `gracePeriod` is left to the process's exit (its tasks are then recovered as
+    /// interrupted).
+    public func shutdown(gracePeriod: Duration? = nil) async {
+        guard !isShutDown else {
+            await loops?.value
+            return
+        }
+        isShutDown = true
+        let grace = gracePeriod ?? engine.configuration.shutdownGracePeriod
+        let (running, loading) = engine.beginShutdown()
+        engine.logger.info("shutting down", metadata: ["running": "\(running.count)"])
+        // Wait for running code (and the recording of how it ended) up to the grace period.
+        let engine = engine
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask {
+                for task in running + loading { await task.value }
+            }
+            group.addTask { try? await engine.clock.sleep(grace) }
+            await group.next()
+            group.cancelAll()
+        }
+        // What is left to write, unless the store keeps failing past the grace period.
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { try? await engine.flush() }
+            group.addTask { try? await engine.clock.sleep(grace) }
+            await group.next()
+            group.cancelAll()
+        }
+        if started {
+            let now = engine.now()
+            try? await engine.store.saveOwner(engine.ownerRecord(heartbeatAt: now, stoppedAt: now))
+        }
+        engine.close()
+        loops?.cancel()
+        await loops?.value
+    }
+}
+
+extension ExecutionEngine {
+    /// The first step of a graceful stop: no new work; running roots are asked to stop (their code records a release);
+    /// queued, paused and waiting roots are handed back now. Returns the tasks to wait for.
+    func beginShutdown() -> (running: [Task<Void, Never>], loading: [Task<Void, Never>]) {
+        let now = now()
+        let (running, loading, waiters) = state.withLock {
+            state -> ([Task<Void, Never>], [Task<Void, Never>], [CheckedContinuation<Void, Never>]) in
+            state.isShutDown = true
+            _ = state.runQueue.drain()
+            _ = state.timers.removeAll()
+            var running: [Task<Void, Never>] = []
+            var waiters: [CheckedContinuation<Void, Never>] = []
+            for root in state.roots where !root.record.status.isFinished {
+                if root.phase == .running {
+                    Self.stop(root, .shutdown)
+                    if let task = root.runTask { running.append(task) }
+                } else {
+                    // Queued, paused or waiting for its next attempt: handed back (a paused one stays paused).
+                    _ = try? state.transition(root, .release, by: .system, now: now, silent: true)
+                    root.phase = .idle
+                    waiters += root.takeIdleWaiters()
+                }
+            }
+            return (running, Array(state.claimedRuns.values), waiters)
+        }
+        for waiter in waiters { waiter.resume() }
+        return (running, loading)
+    }
+}
+
+/// The executor as a long-running part of a service: `run()` starts the scheduler, runs until a graceful shutdown
+/// (SIGTERM or SIGINT through a `ServiceGroup`), then shuts down within
+/// ``TaskExecutor/Configuration/shutdownGracePeriod``.
+///
+/// ```swift
+/// let executor = try TaskExecutor()
+/// try executor.register("import", input: ImportInput.self) { input, context in … }
+/// let group = ServiceGroup(services: [executor], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+/// try await group.run()
+/// ```
+extension TaskExecutor: Service {
+    /// Starts the scheduler, waits for a graceful shutdown (or the cancellation of the calling task), then shuts down
+    /// and returns once every background loop ended.
+    public func run() async throws {
+        try await start()
+        try? await gracefulShutdown()
+        await shutdown()
+    }
+}

@@ -1,0 +1,221 @@
+import Foundation
+import ProgressionSQLite
+
+extension SQLiteTaskStore {
+    public func task(id: String) async throws -> TaskRecord? {
+        try await read { connection in
+            try connection.query("SELECT \(Self.columns) FROM tasks WHERE id = ?", [.text(id)]) {
+                try record(from: $0)
+            }.first
+        }
+    }
+
+    public func tree(of id: String) async throws -> [TaskRecord] {
+        try await read { connection in try subtree(of: id, connection: connection) }
+    }
+
+    public func roots(_ query: TaskQuery) async throws -> [TaskRecord] {
+        try await read { connection in
+            let (conditions, parameters) = Self.filter(query)
+            let direction = query.reverse ? "ASC" : "DESC"
+            let order =
+                switch query.sort {
+                case .created: "created_at \(direction), id \(direction)"
+                case .updated: "updated_at \(direction), id \(direction)"
+                case .progress: "coalesce(progress, -1) \(direction), created_at \(direction), id \(direction)"
+                }
+            return try connection.query(
+                """
+                SELECT \(Self.columns) FROM tasks WHERE \(conditions) ORDER BY \(order) LIMIT ? OFFSET ?
+                """, parameters + [.integer(Int64(max(0, query.limit))), .integer(Int64(max(0, query.offset)))]
+            ) { try record(from: $0) }
+        }
+    }
+
+    public func countRoots(_ query: TaskQuery) async throws -> Int {
+        try await read { connection in
+            let (conditions, parameters) = Self.filter(query)
+            return Int(try connection.scalarInt("SELECT count(*) FROM tasks WHERE \(conditions)", parameters) ?? 0)
+        }
+    }
+
+    /// The WHERE clause of a root listing. A status filter that names only unfinished (or only finished) statuses
+    /// says so with `finished_at`, so that SQLite can use the partial index of those roots.
+    static func filter(_ query: TaskQuery) -> (String, [SQLiteValue]) {
+        var conditions = ["parent_id IS NULL"]
+        var parameters: [SQLiteValue] = []
+        if let statuses = query.statuses {
+            let list = statuses.map(\.rawValue).sorted()
+            if list.isEmpty {
+                conditions.append("0")
+            } else {
+                if statuses.allSatisfy(\.isFinished) { conditions.append("finished_at IS NOT NULL") }
+                if statuses.allSatisfy({ !$0.isFinished }) { conditions.append("finished_at IS NULL") }
+                conditions.append("(" + list.map { _ in "status = ?" }.joined(separator: " OR ") + ")")
+                parameters += list.map { .text($0) }
+            }
+        }
+        if let kind = query.kind {
+            conditions.append("kind = ?")
+            parameters.append(.text(kind))
+        }
+        if let since = query.createdSince {
+            conditions.append("created_at >= ?")
+            parameters.append(.integer(since.storedMilliseconds))
+        }
+        if let until = query.createdUntil {
+            conditions.append("created_at < ?")
+            parameters.append(.integer(until.storedMilliseconds))
+        }
+        if let name = query.nameContains, !name.isEmpty {
+            conditions.append("instr(lower(name), ?) > 0")
+            parameters.append(.text(name.asciiLowercased))
+        }
+        return (conditions.joined(separator: " AND "), parameters)
+    }
+
+    public func events(_ query: EventQuery) async throws -> [TaskEvent] {
+        guard query.limit > 0 else { return [] }
+        return try await read { connection in
+            let nodes = try subtree(of: query.taskID, connection: connection)
+            guard let top = nodes.first else { return [] }
+            let ids = top.isRoot ? nil : Set(nodes.map(\.id))
+            var conditions = ["root_id = ?"]
+            var parameters: [SQLiteValue] = [.text(top.rootID)]
+            if let since = query.since {
+                conditions.append("at >= ?")
+                parameters.append(.integer(since.storedMilliseconds))
+            }
+            if let kinds = query.kinds {
+                let list = kinds.map(\.rawValue).sorted()
+                conditions.append(list.isEmpty ? "0" : "(" + list.map { _ in "kind = ?" }.joined(separator: " OR ") + ")")
+                parameters += list.map { .text($0) }
+            }
+            // Page through the root's history (backwards for a tail); for a subtree, keep its nodes' events only.
+            let select =
+                "SELECT \(Self.eventColumns) FROM events WHERE \(conditions.joined(separator: " AND ")) AND id \(query.tail ? "<" : ">") ? ORDER BY id \(query.tail ? "DESC" : "ASC") LIMIT ?"
+            var cursor: Int64 = query.tail ? Int64.max : (query.after ?? 0)
+            var events: [TaskEvent] = []
+            let page = max(query.limit, 64)
+            while events.count < query.limit {
+                let rows = try connection.query(select, parameters + [.integer(cursor), .integer(Int64(page))]) {
+                    try event(from: $0)
+                }
+                guard let last = rows.last else { break }
+                cursor = last.sequence ?? cursor
+                for event in rows where ids?.contains(event.taskID) ?? true {
+                    if query.tail, let after = query.after, let sequence = event.sequence, sequence <= after { continue }
+                    events.append(event)
+                    if events.count == query.limit { break }
+                }
+                if rows.count < page { break }
+            }
+            return query.tail ? events.reversed() : events
+        }
+    }
+
+    public func root(kind: String, idempotencyKey: String) async throws -> TaskRecord? {
+        try await read { connection in
+            try connection.query(
+                "SELECT \(Self.columns) FROM tasks WHERE kind = ? AND idempotency_key = ?",
+                [.text(kind), .text(idempotencyKey)]
+            ) { try record(from: $0) }.first
+        }
+    }
+
+    public func taskIDs(withPrefix prefix: String, rootsOnly: Bool, limit: Int) async throws -> [String] {
+        try await read { connection in
+            // A range on the primary key: 'prefix' <= id < 'prefix' + U+10FFFF, without LIKE's wildcards.
+            try connection.query(
+                """
+                SELECT id FROM tasks WHERE id >= ?1 AND id < ?1 || char(1114111)\(rootsOnly ? " AND parent_id IS NULL" : "")
+                ORDER BY id LIMIT ?2
+                """,
+                [.text(prefix), .integer(Int64(max(0, limit)))]
+            ) { $0.text(at: 0) }
+        }
+    }
+
+    public func statistics() async throws -> TaskStoreStatistics {
+        try await read { connection in
+            var statistics = TaskStoreStatistics()
+            for row in try connection.query(
+                "SELECT status, count(*) FROM tasks WHERE parent_id IS NULL GROUP BY status", [],
+                { ($0.text(at: 0), Int($0.int64(at: 1))) })
+            {
+                statistics.rootsByStatus[row.0] = row.1
+            }
+            for row in try connection.query(
+                "SELECT coalesce(kind, ''), count(*) FROM tasks WHERE parent_id IS NULL GROUP BY kind", [],
+                { ($0.text(at: 0), Int($0.int64(at: 1))) })
+            {
+                statistics.rootsByKind[row.0] = row.1
+            }
+            statistics.oldestPendingCreatedAt = try connection.scalarInt(
+                "SELECT min(created_at) FROM tasks WHERE parent_id IS NULL AND finished_at IS NULL AND status = 'pending'"
+            ).map(Date.init(storedMilliseconds:))
+            statistics.events = Int(try connection.scalarInt("SELECT count(*) FROM events") ?? 0)
+            let pages = try connection.scalarInt("PRAGMA page_count") ?? 0
+            let pageSize = try connection.scalarInt("PRAGMA page_size") ?? 0
+            statistics.databaseBytes = pages * pageSize
+            return statistics
+        }
+    }
+
+    package func owners() async throws -> [OwnerRecord] {
+        try await read { connection in
+            try connection.query(
+                "SELECT id, host, pid, started_at, heartbeat_at, stopped_at FROM owners ORDER BY started_at, id"
+            ) { row in
+                OwnerRecord(
+                    id: row.text(at: 0), host: row.text(at: 1), pid: Int32(truncatingIfNeeded: row.int64(at: 2)),
+                    startedAt: Date(storedMilliseconds: row.int64(at: 3)),
+                    heartbeatAt: Date(storedMilliseconds: row.int64(at: 4)),
+                    stoppedAt: row.optionalInt64(at: 5).map(Date.init(storedMilliseconds:)))
+            }
+        }
+    }
+
+    package func pendingControlRequests(for ownerID: String?) async throws -> [ControlRequest] {
+        try await read { connection in
+            try connection.query(
+                "\(Self.controlSelect) WHERE handled_at IS NULL AND owner_id IS ? ORDER BY id",
+                [SQLiteValue(ownerID)]
+            ) { try controlRequest(from: $0) }
+        }
+    }
+
+    package func controlRequest(id: Int64) async throws -> ControlRequest? {
+        try await read { connection in
+            try connection.query("\(Self.controlSelect) WHERE id = ?", [.integer(id)]) { try controlRequest(from: $0) }
+                .first
+        }
+    }
+
+    package func changeCounter() async throws -> Int64 {
+        try await read { connection in
+            try connection.scalarInt("PRAGMA data_version") ?? 0
+        }
+    }
+
+    /// Runs `PRAGMA integrity_check` and returns its lines (`["ok"]` for a sound file).
+    public func integrityCheck() async throws -> [String] {
+        try await read { connection in
+            try connection.query("PRAGMA integrity_check", []) { $0.text(at: 0) }
+        }
+    }
+
+    /// The migrations recorded in the database, in order.
+    public func schemaVersion() async throws -> [String] {
+        try await read { connection in
+            try SQLiteMigrator(migrations: SQLiteMigration.embedded).appliedMigrations(in: connection).map(\.identifier)
+        }
+    }
+
+    /// How SQLite runs a query (`EXPLAIN QUERY PLAN`), one line per step: for tests that prove an index serves a query.
+    package func queryPlan(_ sql: String, _ parameters: [SQLiteValue] = []) async throws -> [String] {
+        try await read { connection in
+            try connection.query("EXPLAIN QUERY PLAN " + sql, parameters) { $0.text(at: 3) }
+        }
+    }
+}

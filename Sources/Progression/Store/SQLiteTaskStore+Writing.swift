@@ -1,0 +1,300 @@
+import Foundation
+import ProgressionSQLite
+
+extension SQLiteTaskStore {
+    // MARK: Identifiers
+
+    package func reserveIdentifiers(_ count: Int) async throws -> Range<Int64> {
+        precondition(count > 0, "reserve at least one identifier")
+        return try await write { connection in
+            guard
+                let next = try connection.scalarInt(
+                    "UPDATE sequences SET next = next + ? WHERE name = 'roots' RETURNING next", [.integer(Int64(count))])
+            else {
+                throw TaskStoreError(.corrupt, path: path, message: "the 'roots' sequence is missing")
+            }
+            return (next - Int64(count))..<next
+        }
+    }
+
+    // MARK: The writer's batches
+
+    package func insert(_ tasks: [TaskRecord], events: [TaskEvent]) async throws {
+        try await write { connection in
+            let insert = try connection.cachedStatement(Self.insertSQL)
+            for task in tasks {
+                defer { insert.reset() }
+                try bindInsert(task, to: insert)
+                try insert.step()
+            }
+            try insertEvents(events, connection: connection)
+        }
+    }
+
+    package func apply(_ batch: TaskBatch) async throws -> TaskBatchResult {
+        guard !batch.isEmpty else { return TaskBatchResult() }
+        return try await write { connection in try apply(batch, connection: connection) }
+    }
+
+    /// Writes a batch in the open transaction. With an owner, the trees of roots that another owner holds (or that
+    /// are gone) are left alone: their ids come back as rejected, and their events are not written.
+    func apply(_ batch: TaskBatch, connection: SQLiteConnection) throws -> TaskBatchResult {
+        var rejected: [String] = []
+        var conflicting: [String] = []
+        var rejectedRoots: Set<String> = []
+        if let owner = batch.owner {
+            let inserted = Set(batch.inserts.lazy.filter(\.isRoot).map(\.id))
+            var checked: Set<String> = []
+            let ownerOf = try connection.cachedStatement("SELECT owner_id FROM tasks WHERE id = ?")
+            func check(_ root: String) throws {
+                guard !inserted.contains(root), checked.insert(root).inserted else { return }
+                defer { ownerOf.reset() }
+                try ownerOf.bind(root, at: 1)
+                let holder: String?? = try ownerOf.step() ? .some(ownerOf.optionalText(at: 0)) : .none
+                if holder != .some(owner) { rejectedRoots.insert(root) }
+            }
+            for record in batch.inserts where !record.isRoot { try check(record.rootID) }
+            for update in batch.updates { try check(update.record.rootID) }
+        }
+        if !batch.inserts.isEmpty {
+            let insert = try connection.cachedStatement(Self.insertSQL + " ON CONFLICT DO NOTHING")
+            for record in batch.inserts {
+                if rejectedRoots.contains(record.rootID) {
+                    rejected.append(record.id)
+                    continue
+                }
+                defer { insert.reset() }
+                try bindInsert(record, to: insert)
+                try insert.step()
+                if connection.changes == 0 { conflicting.append(record.id) }
+            }
+        }
+        for update in batch.updates {
+            if rejectedRoots.contains(update.record.rootID) {
+                rejected.append(update.record.id)
+                continue
+            }
+            let statement = try updateStatement(update.columns, connection: connection)
+            defer { statement.reset() }
+            try bindUpdate(update, to: statement)
+            try statement.step()
+            if connection.changes == 0 { rejected.append(update.record.id) }
+        }
+        if rejected.isEmpty && conflicting.isEmpty {
+            try insertEvents(batch.events, connection: connection)
+        } else {
+            let skipped = Set(rejected + conflicting)
+            try insertEvents(batch.events.filter { !skipped.contains($0.taskID) }, connection: connection)
+        }
+        return TaskBatchResult(rejectedTaskIDs: rejected, conflictingTaskIDs: conflicting)
+    }
+
+    private func updateStatement(_ columns: TaskColumns, connection: SQLiteConnection) throws -> SQLiteStatement {
+        if let statement = updateStatements[columns.rawValue] { return statement }
+        let statement = try connection.prepare(Self.updateSQL(columns), persistent: true)
+        updateStatements[columns.rawValue] = statement
+        return statement
+    }
+
+    // MARK: Lifecycle changes
+
+    package func change(_ request: TaskChangeRequest) async throws -> TaskChangeResult {
+        try await write { connection in
+            let nodes = try subtree(of: request.taskID, connection: connection)
+            guard let before = nodes.first else {
+                throw TaskStoreError(.notFound, path: path, message: "no task with id '\(request.taskID)'")
+            }
+            var after = before
+            let event = try request.applied(to: &after, path: path)
+            if case .remove = request.transition {
+                try delete(nodes, connection: connection)
+                return TaskChangeResult(before: before, after: nil, deleted: nodes.count)
+            }
+            var updates = [TaskUpdate(after, columns: TaskColumns.changed(from: before, to: after))]
+            var cascaded = 0
+            if case .cancel = request.transition {
+                // Descendants end with it; their cancellation is implied by this one event.
+                for var node in nodes.dropFirst() where !node.status.isFinished {
+                    let old = node
+                    try TaskLifecycle.apply(.cancel, to: &node, now: request.at, by: .system)
+                    updates.append(TaskUpdate(node, columns: TaskColumns.changed(from: old, to: node)))
+                    cascaded += 1
+                }
+            }
+            _ = try apply(TaskBatch(updates: updates, events: event.map { [$0] } ?? []), connection: connection)
+            return TaskChangeResult(before: before, after: after, cascaded: cascaded)
+        }
+    }
+
+    /// Deletes nodes (a subtree in tree order) and their history.
+    private func delete(_ nodes: [TaskRecord], connection: SQLiteConnection) throws {
+        guard let top = nodes.first else { return }
+        if top.isRoot {
+            try connection.execute("DELETE FROM events WHERE root_id = ?", [.text(top.id)])
+            try connection.execute("DELETE FROM tasks WHERE root_id = ? AND parent_id IS NOT NULL", [.text(top.id)])
+            try connection.execute("DELETE FROM tasks WHERE id = ?", [.text(top.id)])
+        } else {
+            let deleteEvents = try connection.cachedStatement("DELETE FROM events WHERE root_id = ? AND task_id = ?")
+            let deleteTask = try connection.cachedStatement("DELETE FROM tasks WHERE id = ?")
+            for node in nodes.reversed() {
+                try deleteEvents.execute([.text(node.rootID), .text(node.id)])
+                try deleteTask.execute([.text(node.id)])
+            }
+        }
+    }
+
+    // MARK: Claims and ownership
+
+    package func claimRoots(_ claim: RootClaim) async throws -> [ClaimedRoot] {
+        guard !claim.fromOwners.isEmpty, claim.limit > 0 else { return [] }
+        return try await write { connection in
+            var conditions: [String] = []
+            var parameters: [SQLiteValue] = [.text(claim.newOwner)]
+            let named = claim.fromOwners.compactMap { $0 }
+            var owners: [String] = []
+            if claim.fromOwners.contains(where: { $0 == nil }) { owners.append("owner_id IS NULL") }
+            for owner in named {
+                owners.append("owner_id = ?")
+                parameters.append(.text(owner))
+            }
+            conditions.append("(" + owners.joined(separator: " OR ") + ")")
+            if let kinds = claim.kinds {
+                var allowed = ["kind IS NULL"]
+                for kind in kinds.sorted() {
+                    allowed.append("kind = ?")
+                    parameters.append(.text(kind))
+                }
+                conditions.append("(" + allowed.joined(separator: " OR ") + ")")
+            }
+            parameters.append(.integer(Int64(claim.limit)))
+            // One statement for the whole chunk; children are fenced through their root's owner, so they need no
+            // change.
+            let sql = """
+                UPDATE tasks SET owner_id = ?1 WHERE id IN (
+                  SELECT id FROM tasks WHERE parent_id IS NULL AND finished_at IS NULL
+                    AND \(conditions.joined(separator: " AND "))
+                  ORDER BY priority DESC, created_at, id LIMIT ?)
+                RETURNING id, status, kind, priority, created_at, next_attempt_at
+                """
+            let previousOwner = named.count == 1 && !claim.fromOwners.contains(where: { $0 == nil }) ? named[0] : nil
+            return try connection.query(sql, parameters) { row in
+                let id = row.text(at: 0)
+                guard let status = TaskStatus(rawValue: row.text(at: 1)) else {
+                    throw TaskStoreError(
+                        .corrupt, path: path, message: "task '\(id)' cannot be read: unknown status '\(row.text(at: 1))'")
+                }
+                return ClaimedRoot(
+                    id: id, status: status, kind: row.optionalText(at: 2), priority: Int(row.int64(at: 3)),
+                    createdAt: Date(storedMilliseconds: row.int64(at: 4)),
+                    nextAttemptAt: row.optionalInt64(at: 5).map(Date.init(storedMilliseconds:)),
+                    previousOwner: previousOwner)
+            }
+        }
+    }
+
+    package func transferTree(
+        of rootID: String, ifStatusIn statuses: Set<TaskStatus>, from owner: String?, to newOwner: String?
+    ) async throws -> Bool {
+        try await write { connection in
+            let current = try connection.query(
+                "SELECT status, owner_id FROM tasks WHERE id = ? AND parent_id IS NULL", [.text(rootID)]
+            ) { (status: $0.text(at: 0), owner: $0.optionalText(at: 1)) }.first
+            guard let current, let status = TaskStatus(rawValue: current.status), statuses.contains(status),
+                current.owner == owner
+            else { return false }
+            try connection.execute("UPDATE tasks SET owner_id = ? WHERE id = ?", [SQLiteValue(newOwner), .text(rootID)])
+            return true
+        }
+    }
+
+    package func prune(finishedBefore date: Date, statuses: Set<TaskStatus>, dryRun: Bool) async throws -> PruneResult {
+        let finished = statuses.filter(\.isFinished).map(\.rawValue).sorted()
+        guard !finished.isEmpty else { return PruneResult(roots: 0, tasks: 0) }
+        let body = { (connection: SQLiteConnection) throws -> PruneResult in
+            // The finished index by status and age: a root finished before `date` was created before it.
+            let cutoff = SQLiteValue.integer(date.storedMilliseconds)
+            let roots = try connection.query(
+                """
+                SELECT id FROM tasks WHERE parent_id IS NULL AND finished_at IS NOT NULL
+                  AND (\(finished.map { _ in "status = ?" }.joined(separator: " OR ")))
+                  AND created_at < ? AND finished_at < ?
+                """,
+                finished.map { .text($0) } + [cutoff, cutoff]
+            ) { $0.text(at: 0) }
+            let countChildren = try connection.cachedStatement(
+                "SELECT count(*) FROM tasks WHERE root_id = ? AND parent_id IS NOT NULL")
+            let deleteEvents = try connection.cachedStatement("DELETE FROM events WHERE root_id = ?")
+            let deleteChildren = try connection.cachedStatement(
+                "DELETE FROM tasks WHERE root_id = ? AND parent_id IS NOT NULL")
+            let deleteRoot = try connection.cachedStatement("DELETE FROM tasks WHERE id = ?")
+            var tasks = 0
+            for root in roots {
+                tasks += 1 + Int(try countChildren.query([.text(root)]) { $0.int64(at: 0) }.first ?? 0)
+                guard !dryRun else { continue }
+                try deleteEvents.execute([.text(root)])
+                try deleteChildren.execute([.text(root)])
+                try deleteRoot.execute([.text(root)])
+            }
+            return PruneResult(roots: roots.count, tasks: tasks)
+        }
+        return dryRun ? try await read(body) : try await write(body)
+    }
+
+    // MARK: Owners and control requests
+
+    package func saveOwner(_ owner: OwnerRecord) async throws {
+        try await write { connection in
+            try connection.execute(
+                """
+                INSERT INTO owners (id, host, pid, started_at, heartbeat_at, stopped_at) VALUES (?, ?, ?, ?, ?, ?)
+                ON CONFLICT(id) DO UPDATE SET host = excluded.host, pid = excluded.pid, started_at = excluded.started_at,
+                  heartbeat_at = excluded.heartbeat_at, stopped_at = excluded.stopped_at
+                """,
+                [
+                    .text(owner.id), .text(owner.host), .integer(Int64(owner.pid)),
+                    .integer(owner.startedAt.storedMilliseconds), .integer(owner.heartbeatAt.storedMilliseconds),
+                    SQLiteValue(owner.stoppedAt?.storedMilliseconds),
+                ])
+        }
+    }
+
+    package func addControlRequest(_ request: ControlRequest) async throws -> Int64 {
+        try await write { connection in
+            try connection.execute(
+                """
+                INSERT INTO control_requests (task_id, action, owner_id, requested_at, handled_at, outcome)
+                VALUES (?, ?, ?, ?, ?, ?)
+                """,
+                [
+                    .text(request.taskID), .text(request.action.rawValue), SQLiteValue(request.ownerID),
+                    .integer(request.requestedAt.storedMilliseconds), SQLiteValue(request.handledAt?.storedMilliseconds),
+                    SQLiteValue(request.outcome),
+                ])
+            return connection.lastInsertRowID
+        }
+    }
+
+    package func completeControlRequest(id: Int64, outcome: String, at date: Date) async throws {
+        try await write { connection in
+            try connection.execute(
+                "UPDATE control_requests SET handled_at = ?, outcome = ? WHERE id = ?",
+                [.integer(date.storedMilliseconds), .text(outcome), .integer(id)])
+        }
+    }
+
+    // MARK: Maintenance
+
+    package func maintain(_ work: StoreMaintenance) async throws {
+        switch work {
+        case .passiveCheckpoint:
+            try await read { connection in try connection.execute("PRAGMA wal_checkpoint(PASSIVE)") }
+        case .truncatingCheckpoint:
+            try await read { connection in try connection.execute("PRAGMA wal_checkpoint(TRUNCATE)") }
+        case .vacuum:
+            try await read { connection in
+                try connection.execute("VACUUM")
+                try connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            }
+        }
+    }
+}

@@ -1,0 +1,343 @@
+import Foundation
+
+/// The write side of a store: what the executor, its scheduler, progressctl and the benchmark use, and no library user
+/// needs. Every method that writes is one transaction: it happens whole or not at all.
+package protocol TaskStoreBackend: TaskStore {
+    /// Reserves `count` consecutive values of the store's root-id sequence (see ``TaskIdentifier``).
+    func reserveIdentifiers(_ count: Int) async throws -> Range<Int64>
+
+    /// Inserts new tasks with their events.
+    ///
+    /// - Throws: ``TaskStoreError`` `.conflict` when a task with one of the ids (or a child with the same parent, name
+    ///   and occurrence, or a job with the same kind and idempotency key) exists; nothing is written then.
+    func insert(_ tasks: [TaskRecord], events: [TaskEvent]) async throws
+
+    /// Writes the executor's batch: new rows, changed columns of stored rows, events.
+    ///
+    /// With ``TaskBatch/owner`` set, a stored row that another owner holds is left alone and its id returned in
+    /// ``TaskBatchResult/rejectedTaskIDs``; so are its events (fencing).
+    func apply(_ batch: TaskBatch) async throws -> TaskBatchResult
+
+    /// Changes one task through ``TaskLifecycle`` in one transaction that first checks what the caller read: the
+    /// status, and the owner (compare-and-set). Cancelling cancels its unfinished descendants too (no event: they are
+    /// implied); removing deletes its subtree and history.
+    ///
+    /// - Throws: ``TaskStoreError`` `.notFound`, `.conflict` (the task changed since it was read); the lifecycle's
+    ///   ``ProgressionError`` when the change is not allowed. Nothing is written then.
+    func change(_ request: TaskChangeRequest) async throws -> TaskChangeResult
+
+    /// Takes unfinished roots held by none of the live owners — unowned, or held by one of ``RootClaim/fromOwners`` —
+    /// with a compare-and-set on their owner, by priority then age, at most ``RootClaim/limit``; their trees go with
+    /// them. Returns what was claimed, as it was before the claim.
+    func claimRoots(_ claim: RootClaim) async throws -> [ClaimedRoot]
+
+    /// Gives every node of a root's tree to `newOwner` when the root's status is one of `statuses` and its owner is
+    /// `owner` (compare-and-set). Returns whether it did.
+    func transferTree(
+        of rootID: String, ifStatusIn statuses: Set<TaskStatus>, from owner: String?, to newOwner: String?
+    ) async throws -> Bool
+
+    /// Deletes (or, with `dryRun`, counts) finished roots that finished before `date` with a status in `statuses`,
+    /// with their trees and history.
+    func prune(finishedBefore date: Date, statuses: Set<TaskStatus>, dryRun: Bool) async throws -> PruneResult
+
+    /// Records an owner, or replaces it.
+    func saveOwner(_ owner: OwnerRecord) async throws
+
+    /// Every owner recorded.
+    func owners() async throws -> [OwnerRecord]
+
+    /// Appends a control request and returns its number.
+    func addControlRequest(_ request: ControlRequest) async throws -> Int64
+
+    /// Requests not handled yet that are addressed to `ownerID`, oldest first.
+    func pendingControlRequests(for ownerID: String?) async throws -> [ControlRequest]
+
+    /// One control request, or `nil`.
+    func controlRequest(id: Int64) async throws -> ControlRequest?
+
+    /// Marks a request handled with its outcome.
+    func completeControlRequest(id: Int64, outcome: String, at date: Date) async throws
+
+    /// A number that changes whenever another connection commits a change (SQLite's `data_version`); lets a poller
+    /// skip its queries when nothing changed.
+    func changeCounter() async throws -> Int64
+
+    /// Housekeeping off the commit path: a WAL checkpoint, a vacuum. A no-op where it means nothing.
+    func maintain(_ work: StoreMaintenance) async throws
+}
+
+extension TaskStoreBackend {
+    /// Deletes a task, every node below it and their history, whatever its status. Returns how many tasks were
+    /// deleted.
+    package func deleteTree(of id: String) async throws -> Int {
+        guard let record = try await task(id: id) else { return 0 }
+        if !record.status.isFinished {
+            _ = try await change(TaskChangeRequest(taskID: id, transition: .cancel, requester: .system, at: Date()))
+        }
+        return try await change(TaskChangeRequest(taskID: id, transition: .remove, requester: .system, at: Date()))
+            .deleted
+    }
+}
+
+/// Housekeeping a store may do.
+package enum StoreMaintenance: Sendable, Hashable {
+    /// Copies what it can of the write-ahead log into the database without waiting for readers.
+    case passiveCheckpoint
+    /// Copies the whole log and truncates it (waits for readers, briefly).
+    case truncatingCheckpoint
+    /// Rewrites the database to return free pages to the file system.
+    case vacuum
+}
+
+/// The columns of a task that change after it is created: what a narrow update writes.
+package struct TaskColumns: OptionSet, Sendable, Hashable {
+    package let rawValue: UInt32
+    package init(rawValue: UInt32) { self.rawValue = rawValue }
+
+    package static let status = TaskColumns(rawValue: 1 << 0)
+    package static let progress = TaskColumns(rawValue: 1 << 1)
+    package static let step = TaskColumns(rawValue: 1 << 2)
+    package static let weight = TaskColumns(rawValue: 1 << 3)
+    package static let attempt = TaskColumns(rawValue: 1 << 4)
+    package static let interruptions = TaskColumns(rawValue: 1 << 5)
+    /// `error_type` and `error_description`.
+    package static let error = TaskColumns(rawValue: 1 << 6)
+    package static let result = TaskColumns(rawValue: 1 << 7)
+    package static let checkpoint = TaskColumns(rawValue: 1 << 8)
+    package static let owner = TaskColumns(rawValue: 1 << 9)
+    package static let priority = TaskColumns(rawValue: 1 << 10)
+    package static let startedAt = TaskColumns(rawValue: 1 << 11)
+    package static let updatedAt = TaskColumns(rawValue: 1 << 12)
+    package static let finishedAt = TaskColumns(rawValue: 1 << 13)
+    package static let nextAttemptAt = TaskColumns(rawValue: 1 << 14)
+    package static let total = TaskColumns(rawValue: 1 << 15)
+    package static let rate = TaskColumns(rawValue: 1 << 16)
+
+    /// Every column that changes after creation.
+    package static let all: TaskColumns = [
+        .status, .progress, .step, .weight, .attempt, .interruptions, .error, .result, .checkpoint, .owner, .priority,
+        .startedAt, .updatedAt, .finishedAt, .nextAttemptAt, .total, .rate,
+    ]
+    /// What a progress report changes.
+    package static let report: TaskColumns = [.progress, .step, .updatedAt, .rate, .total]
+
+    /// The columns whose values differ between two versions of a record.
+    package static func changed(from old: TaskRecord, to new: TaskRecord) -> TaskColumns {
+        var columns: TaskColumns = []
+        if old.status != new.status { columns.insert(.status) }
+        if old.progress != new.progress { columns.insert(.progress) }
+        if old.step != new.step { columns.insert(.step) }
+        if old.weight != new.weight { columns.insert(.weight) }
+        if old.attempt != new.attempt { columns.insert(.attempt) }
+        if old.interruptions != new.interruptions { columns.insert(.interruptions) }
+        if old.errorType != new.errorType || old.errorDescription != new.errorDescription { columns.insert(.error) }
+        if old.result != new.result { columns.insert(.result) }
+        if old.checkpoint != new.checkpoint { columns.insert(.checkpoint) }
+        if old.ownerID != new.ownerID { columns.insert(.owner) }
+        if old.priority != new.priority { columns.insert(.priority) }
+        if old.startedAt != new.startedAt { columns.insert(.startedAt) }
+        if old.updatedAt != new.updatedAt { columns.insert(.updatedAt) }
+        if old.finishedAt != new.finishedAt { columns.insert(.finishedAt) }
+        if old.nextAttemptAt != new.nextAttemptAt { columns.insert(.nextAttemptAt) }
+        if old.total != new.total { columns.insert(.total) }
+        if old.rate != new.rate { columns.insert(.rate) }
+        return columns
+    }
+
+    /// Copies these columns from `source` into `target`.
+    package func copy(from source: TaskRecord, into target: inout TaskRecord) {
+        if contains(.status) { target.status = source.status }
+        if contains(.progress) { target.progress = source.progress }
+        if contains(.step) { target.step = source.step }
+        if contains(.weight) { target.weight = source.weight }
+        if contains(.attempt) { target.attempt = source.attempt }
+        if contains(.interruptions) { target.interruptions = source.interruptions }
+        if contains(.error) {
+            target.errorType = source.errorType
+            target.errorDescription = source.errorDescription
+        }
+        if contains(.result) { target.result = source.result }
+        if contains(.checkpoint) { target.checkpoint = source.checkpoint }
+        if contains(.owner) { target.ownerID = source.ownerID }
+        if contains(.priority) { target.priority = source.priority }
+        if contains(.startedAt) { target.startedAt = source.startedAt }
+        if contains(.updatedAt) { target.updatedAt = source.updatedAt }
+        if contains(.finishedAt) { target.finishedAt = source.finishedAt }
+        if contains(.nextAttemptAt) { target.nextAttemptAt = source.nextAttemptAt }
+        if contains(.total) { target.total = source.total }
+        if contains(.rate) { target.rate = source.rate }
+    }
+}
+
+/// A change of a stored row: the record as it is now, and which of its columns to write.
+package struct TaskUpdate: Sendable, Hashable {
+    package var record: TaskRecord
+    package var columns: TaskColumns
+
+    package init(_ record: TaskRecord, columns: TaskColumns) {
+        self.record = record
+        self.columns = columns
+    }
+}
+
+/// What the executor's writer stores in one transaction.
+package struct TaskBatch: Sendable, Hashable {
+    /// New rows, inserted unless a row with the same id, child identity or idempotency key exists: those are left as
+    /// they are and reported in ``TaskBatchResult/conflictingTaskIDs`` (the batch goes on).
+    package var inserts: [TaskRecord]
+    /// Changes of stored rows (only their ``TaskUpdate/columns``). A row that does not exist, or that another owner
+    /// holds, is reported as rejected.
+    package var updates: [TaskUpdate]
+    package var events: [TaskEvent]
+    /// When set, only rows held by this owner (or new rows) are written.
+    package var owner: String?
+
+    package init(
+        inserts: [TaskRecord] = [], updates: [TaskUpdate] = [], events: [TaskEvent] = [], owner: String? = nil
+    ) {
+        self.inserts = inserts
+        self.updates = updates
+        self.events = events
+        self.owner = owner
+    }
+
+    /// Whole records written over stored rows (every changeable column): for tests and tools.
+    package init(records: [TaskRecord], events: [TaskEvent] = [], owner: String? = nil) {
+        self.init(updates: records.map { TaskUpdate($0, columns: .all) }, events: events, owner: owner)
+    }
+
+    package var isEmpty: Bool { inserts.isEmpty && updates.isEmpty && events.isEmpty }
+}
+
+/// What a batch did not write.
+package struct TaskBatchResult: Sendable, Hashable {
+    /// Tasks held by another owner (or gone), left as they were.
+    package var rejectedTaskIDs: [String]
+    /// New rows not inserted because their identity exists already.
+    package var conflictingTaskIDs: [String]
+
+    package init(rejectedTaskIDs: [String] = [], conflictingTaskIDs: [String] = []) {
+        self.rejectedTaskIDs = rejectedTaskIDs
+        self.conflictingTaskIDs = conflictingTaskIDs
+    }
+}
+
+/// A lifecycle change of one stored task, with what the caller read (compare-and-set).
+package struct TaskChangeRequest: Sendable, Hashable {
+    package var taskID: String
+    package var transition: TaskLifecycle.Transition
+    package var requester: TaskChangeRequester
+    /// The status the caller read; `nil`: not checked.
+    package var expectedStatus: TaskStatus?
+    /// Whether the owner is checked, and the owner the caller read (`nil` inside: unowned).
+    package var checksOwner: Bool
+    package var expectedOwner: String?
+    /// The event's message.
+    package var message: String?
+    package var at: Date
+
+    package init(
+        taskID: String, transition: TaskLifecycle.Transition, requester: TaskChangeRequester,
+        expectedStatus: TaskStatus? = nil, checksOwner: Bool = false, expectedOwner: String? = nil,
+        message: String? = nil, at: Date
+    ) {
+        self.taskID = taskID
+        self.transition = transition
+        self.requester = requester
+        self.expectedStatus = expectedStatus
+        self.checksOwner = checksOwner
+        self.expectedOwner = expectedOwner
+        self.message = message
+        self.at = at
+    }
+
+    /// Checks a stored row against what the caller read and applies the transition to it; returns the event.
+    ///
+    /// - Throws: ``TaskStoreError`` `.conflict` when the row changed; the lifecycle's refusal.
+    package func applied(to record: inout TaskRecord, path: String?) throws -> TaskEvent? {
+        if let expectedStatus, record.status != expectedStatus {
+            throw TaskStoreError(
+                .conflict, path: path,
+                message: "task '\(taskID)' changed meanwhile: it is \(record.status) now, not \(expectedStatus)")
+        }
+        if checksOwner, record.ownerID != expectedOwner {
+            throw TaskStoreError(
+                .conflict, path: path,
+                message: "task '\(taskID)' changed meanwhile: it is held by "
+                    + "\(record.ownerID.map { "owner '\($0)'" } ?? "no owner") now")
+        }
+        return try TaskLifecycle.apply(transition, to: &record, now: at, by: requester, message: message)
+    }
+}
+
+/// What a change did.
+package struct TaskChangeResult: Sendable, Hashable {
+    /// The task before the change.
+    package var before: TaskRecord
+    /// The task after it; `nil` once removed.
+    package var after: TaskRecord?
+    /// Descendants cancelled with it.
+    package var cascaded: Int
+    /// Tasks deleted (a removal).
+    package var deleted: Int
+
+    package init(before: TaskRecord, after: TaskRecord?, cascaded: Int = 0, deleted: Int = 0) {
+        self.before = before
+        self.after = after
+        self.cascaded = cascaded
+        self.deleted = deleted
+    }
+}
+
+/// Which roots to claim.
+package struct RootClaim: Sendable, Hashable {
+    /// Owners whose roots may be taken; `nil` in the list: unowned roots.
+    package var fromOwners: [String?]
+    /// With a set, only jobs of those kinds and closure tasks (no kind) are taken.
+    package var kinds: Set<String>?
+    package var newOwner: String
+    package var limit: Int
+
+    package init(fromOwners: [String?], kinds: Set<String>?, newOwner: String, limit: Int) {
+        self.fromOwners = fromOwners
+        self.kinds = kinds
+        self.newOwner = newOwner
+        self.limit = limit
+    }
+}
+
+/// A claimed root, as it was before the claim: enough to queue it without loading its tree.
+package struct ClaimedRoot: Sendable, Hashable {
+    package var id: String
+    package var status: TaskStatus
+    package var kind: String?
+    package var priority: Int
+    package var createdAt: Date
+    package var nextAttemptAt: Date?
+    package var previousOwner: String?
+
+    package init(
+        id: String, status: TaskStatus, kind: String?, priority: Int, createdAt: Date, nextAttemptAt: Date?,
+        previousOwner: String?
+    ) {
+        self.id = id
+        self.status = status
+        self.kind = kind
+        self.priority = priority
+        self.createdAt = createdAt
+        self.nextAttemptAt = nextAttemptAt
+        self.previousOwner = previousOwner
+    }
+}
+
+/// What a prune did (or, on a dry run, would do).
+package struct PruneResult: Sendable, Hashable, Codable {
+    package var roots: Int
+    package var tasks: Int
+
+    package init(roots: Int, tasks: Int) {
+        self.roots = roots
+        self.tasks = tasks
+    }
+}
