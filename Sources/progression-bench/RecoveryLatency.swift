@@ -103,7 +103,7 @@ enum RecoveryLatency {
         let store = try SQLiteTaskStore(path: path)
         let executor = TaskExecutor(store: store)
         let firstRun = SharedValue<ContinuousClock.Instant?>(nil)
-        await executor.register(kind, input: RecoveredInput.self) { _, _ in
+        try executor.register(kind, input: RecoveredInput.self) { _, _ in
             let now = ContinuousClock.now
             firstRun.update { if $0 == nil { $0 = now } }
         }

@@ -99,7 +99,9 @@ enum ReportThroughput {
         let scratch = try ScratchDirectory()
         defer { scratch.remove() }
         let opened = try kind.makeStore(in: scratch)
-        let executor = TaskExecutor(store: opened.store)
+        var configuration = TaskExecutor.Configuration()
+        configuration.maxConcurrentTasks = tasks  // every reporter runs at once
+        let executor = TaskExecutor(store: opened.store, configuration: configuration)
         let ready = Latch(count: tasks)
         let start = Latch(count: 1)
         let finished = Latch(count: tasks)

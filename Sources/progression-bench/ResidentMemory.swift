@@ -58,6 +58,7 @@ enum ResidentMemory {
         let store = try SQLiteTaskStore(path: scratch.file("rss.sqlite"))
         var configuration = TaskExecutor.Configuration()
         configuration.completedTaskVisibility = .milliseconds(100)
+        configuration.maxConcurrentTasks = concurrency
         let executor = TaskExecutor(store: store, configuration: configuration)
         let elapsed = try await SubmitThroughput.submitAll(count: tasks, concurrency: concurrency) { index in
             let id = try await executor.addTask(name: "task-\(index)") { context in

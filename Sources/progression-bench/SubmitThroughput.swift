@@ -26,6 +26,7 @@ enum SubmitThroughput {
         let opened = try StoreKind.sqlite.makeStore(in: scratch)
         var configuration = TaskExecutor.Configuration()
         configuration.completedTaskVisibility = .milliseconds(100)
+        configuration.maxConcurrentTasks = concurrency
         let executor = TaskExecutor(store: opened.store, configuration: configuration)
         let elapsed = try await submitAll(count: count, concurrency: concurrency) { index in
             let id = try await executor.addTask(name: "trivial-\(index)") { _ in }
@@ -92,7 +93,7 @@ enum SubmitThroughput {
         configuration.maxConcurrentTasks = concurrency
         let executor = TaskExecutor(store: opened.store, configuration: configuration)
         let done = Latch(count: count)
-        await executor.register("noop", input: NoopInput.self) { _, _ in done.arrive() }
+        try executor.register("noop", input: NoopInput.self) { _, _ in done.arrive() }
         let start = ContinuousClock.now
         let submitted = try await submitAll(count: count, concurrency: concurrency) { _ in
             _ = try await executor.submit("noop", input: NoopInput(), idempotencyKey: nil)

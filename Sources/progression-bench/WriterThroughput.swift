@@ -59,8 +59,12 @@ enum WriterThroughput {
                         let start = batchStarts[index % batchStarts.count]
                         let progress = nextProgress()
                         return TaskBatch(
-                            progress: ids[start..<start + batchSize].map {
-                                TaskProgressRecord(id: $0, progress: progress, step: step, updatedAt: now)
+                            updates: ids[start..<start + batchSize].map {
+                                var record = TaskRecord(id: $0, name: "", createdAt: now)
+                                record.progress = progress
+                                record.step = step
+                                record.updatedAt = now
+                                return TaskUpdate(record, columns: [.progress, .step, .updatedAt])
                             }, owner: owner)
                     }
                     (_, elapsed) = try await Measurement.time {

@@ -59,7 +59,8 @@ struct ChangeDocument: Decodable {
         #expect(result.stdout.contains("retry job-1"))
         let task = try #require(try await fixture.store.task(id: "job-1"))
         #expect(task.status == .pending && task.attempt == 3 && task.ownerID == nil)
-        #expect(task.errorType == nil && task.errorDescription == nil && task.finishedAt == nil && task.progress == nil)
+        #expect(task.errorType == nil && task.errorDescription == nil && task.finishedAt == nil)
+        #expect(task.progress == 0.4, "the progress it had stays: the next run does not show less")
         let last = try #require(try await fixture.store.events(of: "job-1", after: nil, limit: 10).last)
         #expect(last.kind == .retried && last.attempt == 3 && last.message == "retried by progressctl")
     }
@@ -84,14 +85,14 @@ struct ChangeDocument: Decodable {
 
     /// Refusals: the options or the state forbid the change, or another process cannot re-run a closure.
     @Test(arguments: [
-        (["retry", "not-retryable"], "cannot be retried: its options do not allow it"),
+        (["retry", "not-retryable"], "cannot be retried: its options do not allow retries"),
         (["retry", "closure"], "is a closure task"),
         (["retry", "running"], "only a failed or cancelled task can be retried"),
         (["pause", "not-pausable"], "cannot be paused: its options do not allow it"),
-        (["pause", "done"], "cannot be paused"),
-        (["resume", "running"], "not paused"),
+        (["pause", "done"], "is completed: cannot pause it"),
+        (["resume", "running"], "is running: cannot resume it"),
         (["cancel", "immutable"], "cannot be cancelled: its options do not allow it"),
-        (["cancel", "done"], "already"),
+        (["cancel", "done"], "is completed: cannot cancel it"),
         (["remove", "running"], "use --force"),
     ])
     func refusedChangesWriteNothing(arguments: [String], message: String) async throws {
@@ -102,7 +103,7 @@ struct ChangeDocument: Decodable {
         try await fixture.root("not-pausable", status: .pending)
         try await fixture.root("done", status: .completed, options: .interactive)
         try await fixture.root("immutable", status: .pending, options: .immutable)
-        try await fixture.store.checkpointWAL()
+        try await fixture.store.maintain(.passiveCheckpoint)
         let before = try await fixture.store.roots(TaskQuery())
         let eventsBefore = try await fixture.store.statistics().events
 

@@ -21,9 +21,11 @@ import Testing
         #expect(await eventually { watch.stdoutSoFar.contains("w1 running 10% load\n") }, "\(watch.stdoutSoFar)")
         #expect(watch.stdoutSoFar.contains("w1-a running 20% -\n"))
 
-        _ = try await fixture.store.apply(TaskBatch(progress: [
-            TaskProgressRecord(id: "w1", progress: 0.5, step: "parse", updatedAt: Date()),
-        ]))
+        var progressed = try #require(try await fixture.store.task(id: "w1"))
+        progressed.progress = 0.5
+        progressed.step = "parse"
+        progressed.updatedAt = Date()
+        _ = try await fixture.store.apply(TaskBatch(updates: [TaskUpdate(progressed, columns: TaskColumns.report)]))
         #expect(await eventually { watch.stdoutSoFar.contains("w1 running 50% parse\n") }, "\(watch.stdoutSoFar)")
 
         try await finish("w1-a", .completed, in: fixture)

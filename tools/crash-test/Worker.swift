@@ -48,7 +48,7 @@ extension CrashTest {
             configuration.shutdownGracePeriod = .seconds(5)
             let executor = try TaskExecutor(path: db, configuration: configuration)
             let ledger = Ledger(path: ledger)
-            await Self.register(on: executor, ledger: ledger)
+            try Self.register(on: executor, ledger: ledger)
             try await executor.start()
             ledger.append("worker \(ProcessInfo.processInfo.processIdentifier) started")
 
@@ -108,8 +108,8 @@ extension CrashTest {
             return unfinished.isEmpty
         }
 
-        static func register(on executor: TaskExecutor, ledger: Ledger) async {
-            await executor.register("batch", input: BatchInput.self) { input, context in
+        static func register(on executor: TaskExecutor, ledger: Ledger) throws {
+            try executor.register("batch", input: BatchInput.self) { input, context in
                 let job = context.taskID
                 let delay = Duration.milliseconds(input.delayMilliseconds)
                 var sum = 0
@@ -151,11 +151,11 @@ extension CrashTest {
                 }
                 ledger.append("done \(job) \(sum)")
             }
-            await executor.register("suicide", input: SleeperInput.self) { _, context in
+            try executor.register("suicide", input: SleeperInput.self) { _, context in
                 ledger.append("suicide \(context.taskID)")
                 kill(getpid(), SIGKILL)
             }
-            await executor.register("sleeper", input: SleeperInput.self, options: .interactive) { input, context in
+            try executor.register("sleeper", input: SleeperInput.self, options: .interactive) { input, context in
                 var tick = try context.lastCheckpoint(as: Int.self) ?? 0
                 ledger.append("sleeper \(context.taskID) running from \(tick)")
                 while input.ticks.map({ tick < $0 }) ?? true {

@@ -48,20 +48,21 @@ extension ExecutionEngine {
     /// - Throws: `notFound`, `notCancellable`, `invalidState` (a finished task).
     func cancel(_ taskID: String) async throws {
         let now = now()
-        let sequence = try state.withLock { state throws(ProgressionError) -> Int64? in
+        let (sequence, cancellation) = try state.withLock {
+            state throws(ProgressionError) -> (Int64?, Cancellation) in
             guard let node = state.node(id: taskID) else { throw ProgressionError.notFound(taskID: taskID) }
             _ = try TaskLifecycle.outcome(
                 of: .cancel, status: node.record.status, options: node.record.options, isRoot: node.isRoot,
                 hasKind: node.record.kind != nil, taskID: taskID, by: .user)
             if node.execution != nil || node.phase == .running {
-                Self.stop(node, .cancelled)
-                return nil
+                return (nil, Self.stop(node, .cancelled))
             }
             // Queued, paused before it started, or waiting for its next attempt: no code to stop.
             let sequence = try state.transition(node, .cancel, by: .user, now: now)
             if node.phase == .queued || node.phase == .delayed { node.phase = .idle }
-            return sequence
+            return (sequence, Cancellation())
         }
+        cancellation.run()
         if let sequence {
             try await waitForCommit(sequence)
             resumeIdleWaiters(taskID)
@@ -76,22 +77,28 @@ extension ExecutionEngine {
         for id in ids { try? await cancel(id) }
     }
 
-    /// Asks a node's code to stop; the first reason given wins.
-    static func stop(_ node: TaskNode, _ reason: StopReason) {
+    /// Asks a node's code to stop; the first reason given wins. Returns the cancellation to run once the lock is
+    /// released (cancelling a task runs its cancellation handlers at once, and they take the lock).
+    static func stop(_ node: TaskNode, _ reason: StopReason) -> Cancellation {
         if node.stopReason == nil { node.stopReason = reason }
-        node.execution?.cancel()
-        if node.isRoot { node.runTask?.cancel() }
+        var cancellation = Cancellation()
+        if let execution = node.execution { cancellation.actions.append(execution.cancel) }
+        if node.isRoot, let task = node.runTask { cancellation.actions.append { task.cancel() } }
+        return cancellation
     }
 
     /// Stops the code of tasks another owner took (the store rejected their writes): nothing more is written for them.
     func leaseLost(_ ids: [String]) {
         logger.warning("lost tasks to another owner; stopping them here", metadata: ["tasks": "\(ids)"])
-        state.withLock { state in
+        let cancellation = state.withLock { state in
+            var cancellation = Cancellation()
             for id in ids {
                 guard let node = state.node(id: id) else { continue }
-                Self.stop(node.root, .leaseLost)
+                cancellation.actions += Self.stop(node.root, .leaseLost).actions
             }
+            return cancellation
         }
+        cancellation.run()
     }
 
     /// Runs a failed or cancelled root in memory again, attempt + 1: its completed subtasks are skipped.
@@ -121,7 +128,13 @@ extension ExecutionEngine {
     func waitUntilIdle(_ taskID: String) async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let idle = state.withLock { state -> Bool in
-                guard let node = state.node(id: taskID), node.isRoot, node.phase != .idle else { return true }
+                guard let node = state.node(id: taskID) else {
+                    // Claimed and queued without its tree: wait for it to be loaded and to run.
+                    guard state.claimedIDs.contains(taskID), !state.isShutDown else { return true }
+                    state.claimWaiters[taskID, default: []].append(continuation)
+                    return false
+                }
+                guard node.isRoot, node.phase != .idle else { return true }
                 node.idleWaiters.append(continuation)
                 return false
             }
@@ -136,5 +149,14 @@ extension ExecutionEngine {
             return node.takeIdleWaiters()
         }
         for waiter in waiters { waiter.resume() }
+    }
+}
+
+/// Cancellations collected under the lock, run after it is released.
+struct Cancellation: Sendable {
+    var actions: [@Sendable () -> Void] = []
+
+    func run() {
+        for action in actions { action() }
     }
 }

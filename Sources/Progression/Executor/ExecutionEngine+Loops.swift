@@ -40,8 +40,9 @@ extension ExecutionEngine {
     func fireTimers() {
         let now = clock.now()
         let date = self.now()
-        let (launches, wake) = state.withLock { state -> ([RootLaunch], Bool) in
+        let (launches, wake, cancellation) = state.withLock { state -> ([RootLaunch], Bool, Cancellation) in
             var wake = false
+            var cancellation = Cancellation()
             for action in state.timers.due(at: now) {
                 switch action {
                 case .timeout(let handle):
@@ -53,7 +54,7 @@ extension ExecutionEngine {
                         // Paused time does not count: look again when the rest could have run out.
                         wake = state.timers.add(.timeout(handle), at: now + remaining) || wake
                     } else {
-                        Self.stop(node, .timedOut(timeout))
+                        cancellation.actions += Self.stop(node, .timedOut(timeout)).actions
                     }
                 case .retry(let handle):
                     guard let node = state.nodes[handle], node.phase == .delayed else { continue }
@@ -68,8 +69,9 @@ extension ExecutionEngine {
                     state.runQueue.enqueue(.claimed(claimed), priority: claimed.priority, createdAt: claimed.createdAt)
                 }
             }
-            return (state.dispatch(now: date), wake)
+            return (state.dispatch(now: date), wake, cancellation)
         }
+        cancellation.run()
         launch(launches)
         if wake { timerSignal.signal() }
     }

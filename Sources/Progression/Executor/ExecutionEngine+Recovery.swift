@@ -67,6 +67,7 @@ extension ExecutionEngine {
                 } else {
                     state.runQueue.enqueue(.claimed(root), priority: root.priority, createdAt: root.createdAt)
                 }
+                if root.status != .paused { state.claimedIDs.insert(root.id) }
             }
             return (state.dispatch(now: now), wake)
         }
@@ -118,6 +119,13 @@ extension ExecutionEngine {
                 tree, previousOwner: claimed.previousOwner, body: registry.body(for: root), owner: ownerID, now: now,
                 maxInterruptions: configuration.maxInterruptions, clock: clock, startNow: true)
             if let handle, let node = state.nodes[handle] { node.runTask = task }
+            state.claimedIDs.remove(claimed.id)
+            let waiters = state.claimWaiters.removeValue(forKey: claimed.id) ?? []
+            if let node = state.node(id: claimed.id), node.phase != .idle {
+                node.idleWaiters += waiters
+            } else {
+                for waiter in waiters { waiter.resume() }
+            }
             return (handle, task)
         }
         guard let handle = outcome.0 else {
@@ -177,7 +185,8 @@ extension GraphState {
         owner: String, now: Date, maxInterruptions: Int, clock: TaskClock, startNow: Bool = false
     ) -> NodeHandle? {
         guard var rootRecord = tree.first, rootRecord.isRoot, node(id: rootRecord.id) == nil else { return nil }
-        let formerOwner = rootRecord.ownerID
+        // The claim changed the stored owner already: the one it took the root from is the claim's.
+        let formerOwner = previousOwner
         rootRecord.ownerID = owner
         let root = addRoot(rootRecord, stored: true)
         root.body = body
@@ -191,20 +200,21 @@ extension GraphState {
             _ = try? transition(child, .release, by: .system, now: now, silent: true)
         }
         guard !root.record.status.isFinished else { return nil }
+        if root.record.status == .running {
+            _ = try? transition(
+                root, .interrupt, by: .system, now: now,
+                message: "the process running it (owner \(formerOwner ?? "none")) stopped")
+        }
         guard body != nil else {
+            // A closure task: no other process has its code.
             _ = try? transition(
                 root, .fail(TaskFailure(ProgressionError.interrupted(taskID: root.record.id))), by: .system, now: now)
             return nil
         }
-        if root.record.status == .running {
-            _ = try? transition(
-                root, .interrupt, by: .system, now: now,
-                message: "the process running it (owner \(formerOwner ?? previousOwner ?? "none")) stopped")
-            if root.record.interruptions > maxInterruptions {
-                let error = ProgressionError.tooManyInterruptions(taskID: root.record.id, count: root.record.interruptions)
-                _ = try? transition(root, .fail(TaskFailure(error)), by: .system, now: now)
-                return nil
-            }
+        if root.record.interruptions > maxInterruptions {
+            let error = ProgressionError.tooManyInterruptions(taskID: root.record.id, count: root.record.interruptions)
+            _ = try? transition(root, .fail(TaskFailure(error)), by: .system, now: now)
+            return nil
         }
         if formerOwner != nil, formerOwner != owner {
             append(

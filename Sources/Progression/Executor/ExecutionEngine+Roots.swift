@@ -89,7 +89,7 @@ extension ExecutionEngine {
                 let cancel = state.withLock { state -> Bool in
                     guard let node = state.nodes[handle] else { return false }
                     node.runTask = task
-                    return node.stopReason != nil
+                    return node.effectiveStop != nil
                 }
                 if cancel { task.cancel() }
             case .claimed(let claimed):

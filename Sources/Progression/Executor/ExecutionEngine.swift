@@ -42,8 +42,9 @@ final class ExecutionEngine: Sendable {
         let clock = TaskClock(configuration.clock)
         self.clock = clock
         startedAt = clock.date()
-        state = Mutex(GraphState(maxConcurrentTasks: configuration.maxConcurrentTasks))
-        (writerSignals, writerWake) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+        let (writerSignals, writerWake) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+        (self.writerSignals, self.writerWake) = (writerSignals, writerWake)
+        state = Mutex(GraphState(maxConcurrentTasks: configuration.maxConcurrentTasks, writerWake: writerWake))
         writerLagTolerance = max(0.01, configuration.writeWindow.seconds * 2.5)
         let logger = configuration.logger
         let outage = storageOutage

@@ -19,7 +19,7 @@ extension TaskExecutor {
     ///
     /// ```swift
     /// struct ImportInput: Codable, Sendable { var directory: String }
-    /// try await executor.register("import", input: ImportInput.self, options: .interactive.retryable()) { input, context in
+    /// try try executor.register("import", input: ImportInput.self, options: .interactive.retryable()) { input, context in
     ///     let done = try context.lastCheckpoint(as: Int.self) ?? 0
     ///     …
     /// }

@@ -86,16 +86,17 @@ extension ExecutionEngine {
     /// queued, paused and waiting roots are handed back now. Returns the tasks to wait for.
     func beginShutdown() -> (running: [Task<Void, Never>], loading: [Task<Void, Never>]) {
         let now = now()
-        let (running, loading, waiters) = state.withLock {
-            state -> ([Task<Void, Never>], [Task<Void, Never>], [CheckedContinuation<Void, Never>]) in
+        let (running, loading, waiters, cancellation) = state.withLock {
+            state -> ([Task<Void, Never>], [Task<Void, Never>], [CheckedContinuation<Void, Never>], Cancellation) in
             state.isShutDown = true
             _ = state.runQueue.drain()
             _ = state.timers.removeAll()
             var running: [Task<Void, Never>] = []
             var waiters: [CheckedContinuation<Void, Never>] = []
+            var cancellation = Cancellation()
             for root in state.roots where !root.record.status.isFinished {
                 if root.phase == .running {
-                    Self.stop(root, .shutdown)
+                    cancellation.actions += Self.stop(root, .shutdown).actions
                     if let task = root.runTask { running.append(task) }
                 } else {
                     // Queued, paused or waiting for its next attempt: handed back (a paused one stays paused).
@@ -104,8 +105,12 @@ extension ExecutionEngine {
                     waiters += root.takeIdleWaiters()
                 }
             }
-            return (running, Array(state.claimedRuns.values), waiters)
+            waiters += state.claimWaiters.values.joined()
+            state.claimWaiters.removeAll()
+            state.claimedIDs.removeAll()
+            return (running, Array(state.claimedRuns.values), waiters, cancellation)
         }
+        cancellation.run()
         for waiter in waiters { waiter.resume() }
         return (running, loading)
     }

@@ -60,13 +60,16 @@ extension SQLiteTaskStore {
         try statement.bindOptional(task.rate, at: 29)
     }
 
-    /// The SQL of a narrow update: the columns of `columns` as parameters 1…n, the id as n + 1.
-    static func updateSQL(_ columns: TaskColumns) -> String {
+    /// The SQL of a narrow update: the columns of `columns` as parameters 1…n, the id as n + 1, and, when
+    /// `guarded` (a root's row), the owner the row must have as n + 2.
+    static func updateSQL(_ columns: TaskColumns, guarded: Bool) -> String {
         var assignments: [String] = []
         for (column, names) in columnNames where columns.contains(column) {
             for name in names { assignments.append("\(name) = ?\(assignments.count + 1)") }
         }
-        return "UPDATE tasks SET \(assignments.joined(separator: ", ")) WHERE id = ?\(assignments.count + 1)"
+        let id = assignments.count + 1
+        return "UPDATE tasks SET \(assignments.joined(separator: ", ")) WHERE id = ?\(id)"
+            + (guarded ? " AND owner_id IS ?\(id + 1)" : "")
     }
 
     /// The SQL columns of each changeable column, in the order updates bind them.
@@ -78,7 +81,7 @@ extension SQLiteTaskStore {
         (.nextAttemptAt, ["next_attempt_at"]), (.total, ["total"]), (.rate, ["rate"]),
     ]
 
-    /// Binds the values of an update made with ``updateSQL(_:)``; returns the next parameter index.
+    /// Binds the values of an update made with ``updateSQL(_:guarded:)``; returns the next parameter index.
     @discardableResult
     func bindUpdate(_ update: TaskUpdate, to statement: SQLiteStatement) throws -> Int32 {
         let task = update.record

@@ -37,24 +37,27 @@ extension SQLiteTaskStore {
     }
 
     /// Writes a batch in the open transaction. With an owner, the trees of roots that another owner holds (or that
-    /// are gone) are left alone: their ids come back as rejected, and their events are not written.
+    /// are gone) are left alone (fencing): a root's row is updated only while it has the owner, a subtask's only while
+    /// its root has; their ids come back as rejected, and their events are not written.
     func apply(_ batch: TaskBatch, connection: SQLiteConnection) throws -> TaskBatchResult {
         var rejected: [String] = []
         var conflicting: [String] = []
         var rejectedRoots: Set<String> = []
         if let owner = batch.owner {
+            // Subtasks: the owner of their root, read once per root.
             let inserted = Set(batch.inserts.lazy.filter(\.isRoot).map(\.id))
             var checked: Set<String> = []
             let ownerOf = try connection.cachedStatement("SELECT owner_id FROM tasks WHERE id = ?")
-            func check(_ root: String) throws {
-                guard !inserted.contains(root), checked.insert(root).inserted else { return }
+            func check(_ record: TaskRecord) throws {
+                let root = record.rootID
+                guard !record.isRoot, !inserted.contains(root), checked.insert(root).inserted else { return }
                 defer { ownerOf.reset() }
                 try ownerOf.bind(root, at: 1)
                 let holder: String?? = try ownerOf.step() ? .some(ownerOf.optionalText(at: 0)) : .none
                 if holder != .some(owner) { rejectedRoots.insert(root) }
             }
-            for record in batch.inserts where !record.isRoot { try check(record.rootID) }
-            for update in batch.updates { try check(update.record.rootID) }
+            for record in batch.inserts { try check(record) }
+            for update in batch.updates { try check(update.record) }
         }
         if !batch.inserts.isEmpty {
             let insert = try connection.cachedStatement(Self.insertSQL + " ON CONFLICT DO NOTHING")
@@ -74,9 +77,11 @@ extension SQLiteTaskStore {
                 rejected.append(update.record.id)
                 continue
             }
-            let statement = try updateStatement(update.columns, connection: connection)
+            let guarded = batch.owner != nil && update.record.isRoot
+            let statement = try updateStatement(update.columns, guarded: guarded, connection: connection)
             defer { statement.reset() }
-            try bindUpdate(update, to: statement)
+            let next = try bindUpdate(update, to: statement)
+            if guarded { try statement.bindOptional(batch.owner, at: next) }
             try statement.step()
             if connection.changes == 0 { rejected.append(update.record.id) }
         }
@@ -89,10 +94,13 @@ extension SQLiteTaskStore {
         return TaskBatchResult(rejectedTaskIDs: rejected, conflictingTaskIDs: conflicting)
     }
 
-    private func updateStatement(_ columns: TaskColumns, connection: SQLiteConnection) throws -> SQLiteStatement {
-        if let statement = updateStatements[columns.rawValue] { return statement }
-        let statement = try connection.prepare(Self.updateSQL(columns), persistent: true)
-        updateStatements[columns.rawValue] = statement
+    private func updateStatement(
+        _ columns: TaskColumns, guarded: Bool, connection: SQLiteConnection
+    ) throws -> SQLiteStatement {
+        let key = columns.rawValue | (guarded ? 1 << 31 : 0)
+        if let statement = updateStatements[key] { return statement }
+        let statement = try connection.prepare(Self.updateSQL(columns, guarded: guarded), persistent: true)
+        updateStatements[key] = statement
         return statement
     }
 
@@ -167,17 +175,20 @@ extension SQLiteTaskStore {
                 conditions.append("(" + allowed.joined(separator: " OR ") + ")")
             }
             parameters.append(.integer(Int64(claim.limit)))
-            // One statement for the whole chunk; children are fenced through their root's owner, so they need no
-            // change.
-            let sql = """
-                UPDATE tasks SET owner_id = ?1 WHERE id IN (
-                  SELECT id FROM tasks WHERE parent_id IS NULL AND finished_at IS NULL
-                    AND \(conditions.joined(separator: " AND "))
-                  ORDER BY priority DESC, created_at, id LIMIT ?)
-                RETURNING id, status, kind, priority, created_at, next_attempt_at
+            // The chunk, read with its owners, then taken by one statement over the same rows (the same query in the
+            // same transaction). Subtasks are fenced through their root's owner, so they need no change.
+            let chunk = """
+                SELECT id FROM tasks WHERE parent_id IS NULL AND finished_at IS NULL
+                  AND \(conditions.joined(separator: " AND "))
+                ORDER BY priority DESC, created_at, id LIMIT ?
                 """
-            let previousOwner = named.count == 1 && !claim.fromOwners.contains(where: { $0 == nil }) ? named[0] : nil
-            return try connection.query(sql, parameters) { row in
+            let selectParameters = Array(parameters.dropFirst())
+            let claimed = try connection.query(
+                """
+                SELECT id, status, kind, priority, created_at, next_attempt_at, owner_id FROM tasks
+                WHERE id IN (\(chunk)) ORDER BY priority DESC, created_at, id
+                """, selectParameters
+            ) { row in
                 let id = row.text(at: 0)
                 guard let status = TaskStatus(rawValue: row.text(at: 1)) else {
                     throw TaskStoreError(
@@ -187,8 +198,15 @@ extension SQLiteTaskStore {
                     id: id, status: status, kind: row.optionalText(at: 2), priority: Int(row.int64(at: 3)),
                     createdAt: Date(storedMilliseconds: row.int64(at: 4)),
                     nextAttemptAt: row.optionalInt64(at: 5).map(Date.init(storedMilliseconds:)),
-                    previousOwner: previousOwner)
+                    previousOwner: row.optionalText(at: 6))
             }
+            guard !claimed.isEmpty else { return [] }
+            // `?1` is the new owner; the chunk's placeholders follow as 2, 3, ….
+            try connection.execute("UPDATE tasks SET owner_id = ?1 WHERE id IN (\(chunk))", parameters)
+            guard connection.changes == claimed.count else {
+                throw TaskStoreError(.other, path: path, message: "a claim read \(claimed.count) roots but took \(connection.changes)")
+            }
+            return claimed
         }
     }
 

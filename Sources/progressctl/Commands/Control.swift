@@ -5,19 +5,28 @@ import Progression
 /// Options of the commands that change a task.
 struct ChangeOptions: ParsableArguments {
     /// How long to wait for a live executor to apply the change.
-    @Option(name: .long, help: ArgumentHelp("Seconds to wait for a running executor to apply the change.", valueName: "seconds"))
+    @Option(name: .long, parsing: .unconditional, help: ArgumentHelp("Seconds to wait for a running executor to apply the change.", valueName: "seconds"))
     var wait: Double = 5
 
-    var waitDuration: Duration { .milliseconds(Int64(max(0, wait) * 1000)) }
+    var waitDuration: Duration { .milliseconds(Int64(max(0, min(wait, Self.longestWait)) * 1000)) }
+
+    /// A day: longer waits are refused (a live owner answers within a second).
+    static let longestWait = 86_400.0
+
+    /// Refuses a wait that is negative, not a number, or longer than a day.
+    func validateWait() throws {
+        guard wait >= 0, wait.isFinite, wait <= Self.longestWait else {
+            throw CLIError.usage("--wait must be between 0 and \(Int(Self.longestWait)) seconds")
+        }
+    }
 }
 
 /// The shared body of `pause`, `resume` and `cancel`.
 enum SimpleChange {
     static func run(_ action: ControlRequest.Action, id: String, options: GlobalOptions, change: ChangeOptions) async throws {
-        guard change.wait >= 0, change.wait.isFinite else { throw CLIError.usage("--wait must be 0 or more seconds") }
+        try change.validateWait()
         let store = try options.openStore(readOnly: false)
         let task = try await store.resolveTask(id)
-        try TaskControl.check(action, task)
         let result = try await TaskControl(store: store, wait: change.waitDuration).perform(action, on: task)
         try ChangeReport.print([result], json: options.json)
     }

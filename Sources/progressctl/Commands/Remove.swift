@@ -26,40 +26,16 @@ extension Progressctl {
         var force = false
 
         func run() async throws {
-            guard change.wait >= 0, change.wait.isFinite else { throw CLIError.usage("--wait must be 0 or more seconds") }
+            try change.validateWait()
             let store = try options.openStore(readOnly: false)
             let task = try await store.resolveTask(id)
+            guard task.status.isFinished || force else {
+                throw CLIError(
+                    "task '\(task.id)' (\(task.name.escapedForTerminal)) is \(task.status); only a finished task is "
+                        + "removed (use --force to cancel it first)")
+            }
             let control = TaskControl(store: store, wait: change.waitDuration)
-            let root = try await control.root(of: task)
-            if !task.isRoot, !root.status.isFinished {
-                throw CLIError(
-                    "task '\(task.id)' is part of '\(root.id)' (\(root.name)), which is \(root.status); remove or cancel the root instead")
-            }
-            var result = TaskControl.Result(
-                id: task.id, name: task.name, action: "remove", via: "direct", ownerID: root.ownerID, status: nil,
-                dryRun: false, outcome: "")
-            if !task.status.isFinished {
-                guard force else {
-                    throw CLIError(
-                        "task '\(task.id)' (\(task.name)) is \(task.status); only a finished task is removed (use --force to cancel it first)")
-                }
-                try TaskControl.check(.remove, task)
-                if let owner = try await control.liveOwner(of: root) {
-                    let applied = try await control.request(.remove, on: task, owner: owner, dryRun: false)
-                    try ChangeReport.print([applied], json: options.json)
-                    return
-                }
-                _ = try await control.direct(.remove, on: task, dryRun: false)
-            }
-            let finished = Set(TaskStatus.allCases.filter(\.isFinished))
-            guard let deleted = try await store.checked({ try await $0.deleteTree(of: task.id, ifStatusIn: finished) })
-            else {
-                let now = try await store.checked { try await $0.task(id: task.id) }
-                throw CLIError(
-                    "task '\(task.id)' (\(task.name)) changed meanwhile: it is \(now?.status.rawValue ?? "gone"); nothing was removed")
-            }
-            result.outcome = "deleted \(deleted) task\(deleted == 1 ? " with its" : "s with their") history"
-            try ChangeReport.print([result], json: options.json)
+            try ChangeReport.print([try await control.perform(.remove, on: task)], json: options.json)
         }
     }
 
@@ -96,7 +72,9 @@ extension Progressctl {
             }
             let store = try options.openStore(readOnly: false)
             let before = Date().addingTimeInterval(-seconds)
-            let deleted = try await store.checked { try await $0.prune(finishedBefore: before, statuses: statuses) }
+            let deleted = try await store.checked {
+                try await $0.prune(finishedBefore: before, statuses: statuses, dryRun: false).roots
+            }
             if options.json {
                 try JSONOutput.print(PruneJSON(deleted: deleted, finishedBefore: before, statuses: statuses.map(\.rawValue).sorted()))
             } else {

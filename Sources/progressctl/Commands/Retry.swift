@@ -38,12 +38,11 @@ extension Progressctl {
         }
 
         func run() async throws {
-            guard change.wait >= 0, change.wait.isFinite else { throw CLIError.usage("--wait must be 0 or more seconds") }
+            try change.validateWait()
             let store = try options.openStore(readOnly: false)
             let control = TaskControl(store: store, wait: change.waitDuration)
             if let id {
                 let task = try await store.resolveTask(id)
-                try TaskControl.check(.retry, task)
                 try ChangeReport.print([try await control.perform(.retry, on: task, dryRun: dryRun)], json: options.json)
                 return
             }
@@ -59,7 +58,6 @@ extension Progressctl {
             var errors: [String] = []
             for task in failed {
                 do {
-                    try TaskControl.check(.retry, task)
                     results.append(try await control.perform(.retry, on: task, dryRun: dryRun))
                 } catch let error as CLIError {
                     errors.append(error.message)

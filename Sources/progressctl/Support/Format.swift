@@ -47,6 +47,12 @@ enum Format {
         return timeFormatter.string(from: date)
     }
 
+    /// `5 s`, `0.5 s`.
+    static func seconds(_ duration: Duration) -> String {
+        let seconds = Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+        return seconds == seconds.rounded() ? "\(Int(seconds)) s" : String(format: "%.1f s", seconds)
+    }
+
     /// `512 B`, `3.2 KiB`, `1.5 MiB`.
     static func bytes(_ count: Int64) -> String {
         if count < 1024 { return "\(count) B" }

@@ -2,7 +2,8 @@ import Foundation
 import Progression
 
 /// Changes a task the way DESIGN.md's "Control from another process" says: through a control request when a live
-/// owner holds the task's tree, else directly with one compare-and-set transaction on the status and owner read.
+/// owner holds the task's tree, else directly with one compare-and-set transaction on the status and owner read. Both
+/// ask the library's ``TaskLifecycle`` whether the change is allowed; this file restates none of its rules.
 struct TaskControl {
     let store: SQLiteTaskStore
     /// How long to wait for a live owner to handle a request.
@@ -39,49 +40,44 @@ struct TaskControl {
         return root
     }
 
-    /// Refuses `action` when the task's options forbid it or its status does not allow it (for a live owner, which
-    /// can also pause a running task).
-    static func check(_ action: ControlRequest.Action, _ task: TaskRecord) throws {
-        let label = "task '\(task.id)' (\(task.name))"
+    /// The lifecycle transition of a control action.
+    static func transition(_ action: ControlRequest.Action) -> TaskLifecycle.Transition {
         switch action {
-        case .pause:
-            guard task.options.canPause else { throw CLIError("\(label) cannot be paused: its options do not allow it") }
-            guard [.pending, .running].contains(task.status) else {
-                throw CLIError("\(label) is \(task.status) and cannot be paused (only a pending or running task can)")
-            }
-        case .resume:
-            guard task.options.canPause else { throw CLIError("\(label) cannot be resumed: its options do not allow pausing it") }
-            guard task.status == .paused else {
-                throw CLIError("\(label) is \(task.status), not paused, so it cannot be resumed")
-            }
-        case .cancel:
-            guard task.options.canCancel else { throw CLIError("\(label) cannot be cancelled: its options do not allow it") }
-            guard !task.status.isFinished else {
-                throw CLIError("\(label) is \(task.status) already and cannot be cancelled")
-            }
-        case .retry:
-            guard task.options.canRetry else { throw CLIError("\(label) cannot be retried: its options do not allow it (it was not submitted as retryable)") }
-            guard [.failed, .cancelled].contains(task.status) else {
-                throw CLIError("\(label) is \(task.status); only a failed or cancelled task can be retried")
-            }
-        case .remove:
-            guard task.options.canCancel || task.status.isFinished else {
-                throw CLIError("\(label) is \(task.status) and cannot be cancelled (its options forbid it), so it cannot be removed")
-            }
+        case .pause: .pause
+        case .resume: .resume(codeRunning: false)
+        case .cancel: .cancel
+        case .retry: .retry
+        case .remove: .remove
         }
     }
 
-    /// Applies `action` to `task` (already checked with ``check(_:_:)``): through its live owner, or directly.
+    /// Refuses `action` when the lifecycle does not allow it for `task` (as its live owner would see it, or, without
+    /// one, as progressctl may change it itself).
+    static func check(_ action: ControlRequest.Action, _ task: TaskRecord, withOwner: Bool) throws {
+        // A forced removal of an unfinished task cancels it first: that is what must be allowed.
+        let transition = action == .remove && !task.status.isFinished ? .cancel : transition(action)
+        do {
+            _ = try TaskLifecycle.outcome(
+                of: transition, status: task.status, options: task.options, isRoot: task.isRoot,
+                hasKind: task.kind != nil, taskID: task.id, by: withOwner ? .user : .operatorWithoutOwner)
+        } catch {
+            throw CLIError(error.description)
+        }
+    }
+
+    /// Applies `action` to `task`: through its live owner, or directly.
     func perform(_ action: ControlRequest.Action, on task: TaskRecord, dryRun: Bool = false) async throws -> Result {
         let root = try await root(of: task)
         if let owner = try await liveOwner(of: root) {
+            try Self.check(action, task, withOwner: true)
             return try await request(action, on: task, owner: owner, dryRun: dryRun)
         }
         guard task.isRoot else {
             throw CLIError(
-                "task '\(task.id)' is part of '\(root.id)' (\(root.name)), which no running executor holds; "
-                    + "without one only a whole task can be changed: use the root id")
+                "task '\(task.id)' is part of '\(root.id)' (\(root.name.escapedForTerminal)), which no running "
+                    + "executor holds; without one only a whole task can be changed: use the root id")
         }
+        try Self.check(action, task, withOwner: false)
         return try await direct(action, on: task, dryRun: dryRun)
     }
 
@@ -111,97 +107,71 @@ struct TaskControl {
             guard ContinuousClock.now < deadline else {
                 throw CLIError(
                     "owner '\(owner.id)' did not handle the \(action.rawValue) request for task '\(task.id)' within "
-                        + "\(wait.components.seconds) s; request #\(requestID) stays queued for it")
+                        + "\(Format.seconds(wait)); request #\(requestID) stays queued for it")
             }
-            try await Task.sleep(for: .milliseconds(50))
+            try await Task.sleep(for: .milliseconds(20))
         }
     }
 
-    /// Changes the row itself: one transaction that checks the status and owner read before.
+    /// Changes the row itself through the lifecycle, in one transaction that checks the status and owner read before
+    /// (a cancelled root's unfinished subtasks are cancelled with it). A forced removal of an unfinished task cancels
+    /// it first.
     func direct(_ action: ControlRequest.Action, on task: TaskRecord, dryRun: Bool) async throws -> Result {
         let now = Date()
-        var changed = task
-        changed.updatedAt = now
-        let event: TaskEvent
-        let allowed: Set<TaskStatus>
-        switch action {
-        case .pause:
-            guard task.status == .pending else {
-                throw CLIError(
-                    "task '\(task.id)' is \(task.status) but no running executor holds it; only a pending task can be paused now")
+        let verb =
+            switch action {
+            case .pause: "paused"
+            case .resume: "resumed"
+            case .cancel: "cancelled"
+            case .retry: "retried"
+            case .remove: "removed"
             }
-            allowed = [.pending]
-            changed.status = .paused
-            event = TaskEvent(taskID: task.id, rootID: task.rootID, kind: .paused, at: now, attempt: task.attempt,
-                              progress: task.progress, message: "paused by progressctl")
-        case .resume:
-            allowed = [.paused]
-            changed.status = .pending
-            event = TaskEvent(taskID: task.id, rootID: task.rootID, kind: .resumed, at: now, attempt: task.attempt,
-                              progress: task.progress, message: "resumed by progressctl")
-        case .cancel, .remove:
-            allowed = [.pending, .paused, .running]
-            changed.status = .cancelled
-            changed.finishedAt = now
-            changed.leaseExpiresAt = nil
-            event = TaskEvent(taskID: task.id, rootID: task.rootID, kind: .cancelled, at: now, attempt: task.attempt,
-                              progress: task.progress, message: "cancelled by progressctl")
-        case .retry:
-            guard task.kind != nil else {
-                throw CLIError(
-                    "task '\(task.id)' (\(task.name)) is a closure task: only the process that defined its code can run it "
-                        + "again, and no running executor holds it")
-            }
-            allowed = [.failed, .cancelled]
-            changed.status = .pending
-            changed.attempt = task.attempt + 1
-            changed.errorType = nil
-            changed.errorDescription = nil
-            changed.finishedAt = nil
-            changed.progress = nil
-            changed.step = nil
-            changed.ownerID = nil
-            changed.leaseExpiresAt = nil
-            changed.nextAttemptAt = nil
-            event = TaskEvent(taskID: task.id, rootID: task.rootID, kind: .retried, at: now, attempt: changed.attempt,
-                              message: "retried by progressctl")
+        var preview = task
+        let transition = action == .remove && !task.status.isFinished ? .cancel : Self.transition(action)
+        do {
+            try TaskLifecycle.apply(transition, to: &preview, now: now, by: .operatorWithoutOwner)
+        } catch {
+            throw CLIError(error.description)
         }
+        let summary =
+            action == .remove
+            ? "deleted with its subtree and history"
+            : "\(task.status) → \(preview.status)" + (action == .retry ? ", attempt \(preview.attempt)" : "")
         var result = Result(
             id: task.id, name: task.name, action: action.rawValue, via: "direct", ownerID: task.ownerID,
-            status: changed.status.rawValue, dryRun: dryRun,
-            outcome: "\(task.status) → \(changed.status)" + (action == .retry ? ", attempt \(changed.attempt)" : ""))
+            status: action == .remove ? nil : preview.status.rawValue, dryRun: dryRun, outcome: summary)
         if dryRun { return result }
-        let written = try await store.checked {
-            try await $0.update(changed, ifStatusIn: allowed, ownerIs: task.ownerID, events: [event])
+        var expectedStatus = task.status
+        if action == .remove, !task.status.isFinished {
+            let cancelled = try await change(task, .cancel, expectedStatus: expectedStatus, message: "cancelled by progressctl to remove it", at: now)
+            expectedStatus = cancelled.after?.status ?? .cancelled
         }
-        guard written else {
-            let now = try await store.checked { try await $0.task(id: task.id) }
-            let state = now.map { "it is \($0.status) now, held by \($0.ownerID.map { "'\($0)'" } ?? "no owner")" }
-                ?? "it was removed"
-            throw CLIError("task '\(task.id)' changed meanwhile (\(state)); nothing was changed")
+        let changed = try await change(
+            task, Self.transition(action), expectedStatus: expectedStatus, message: "\(verb) by progressctl", at: now)
+        if action == .remove {
+            result.outcome = "deleted \(changed.deleted) task\(changed.deleted == 1 ? " with its" : "s with their") history"
+        } else {
+            result.outcome = "applied: " + summary
         }
-        if changed.status == .cancelled { try await cancelUnfinishedChildren(of: task, at: now) }
-        result.outcome = "applied: " + result.outcome
         return result
     }
 
-    /// After a root was cancelled directly: its unfinished children are cancelled too, so no node stays `running`
-    /// under a finished root. (A second transaction: the store has no multi-row compare-and-set.)
-    private func cancelUnfinishedChildren(of root: TaskRecord, at now: Date) async throws {
-        let nodes = try await store.checked { try await $0.tree(of: root.id) }
-        var records: [TaskRecord] = []
-        var events: [TaskEvent] = []
-        for var node in nodes.dropFirst() where !node.status.isFinished {
-            node.status = .cancelled
-            node.finishedAt = now
-            node.updatedAt = now
-            node.leaseExpiresAt = nil
-            records.append(node)
-            events.append(TaskEvent(taskID: node.id, rootID: node.rootID, kind: .cancelled, at: now,
-                                    attempt: node.attempt, progress: node.progress,
-                                    message: "cancelled with its root by progressctl"))
+    private func change(
+        _ task: TaskRecord, _ transition: TaskLifecycle.Transition, expectedStatus: TaskStatus, message: String,
+        at now: Date
+    ) async throws -> TaskChangeResult {
+        do {
+            return try await store.change(
+                TaskChangeRequest(
+                    taskID: task.id, transition: transition, requester: .operatorWithoutOwner,
+                    expectedStatus: expectedStatus, checksOwner: true, expectedOwner: task.ownerID, message: message,
+                    at: now))
+        } catch let error as TaskStoreError where error.reason == .conflict {
+            throw CLIError("\(error.message); nothing was changed")
+        } catch let error as TaskStoreError {
+            throw CLIError(store: error)
+        } catch let error as ProgressionError {
+            throw CLIError(error.description)
         }
-        guard !records.isEmpty else { return }
-        _ = try await store.checked { try await $0.apply(TaskBatch(records: records, events: events)) }
     }
 }

@@ -69,8 +69,8 @@ enum ChecksumJob {
     static let checkpointInterval: Int64 = 8 << 20
 
     /// Registers the kind on `executor`: pausable, cancellable and retryable by default.
-    static func register(on executor: TaskExecutor) async {
-        await executor.register(kind, input: ChecksumInput.self, options: .interactive.retryable()) { input, context in
+    static func register(on executor: TaskExecutor) throws {
+        try executor.register(kind, input: ChecksumInput.self, options: .interactive.retryable()) { input, context in
             try await run(input, context: context)
         }
     }

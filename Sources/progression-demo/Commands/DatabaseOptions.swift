@@ -47,7 +47,7 @@ struct DatabaseOptions: ParsableArguments {
         } catch {
             throw DemoError("cannot open the database '\(databasePath)': \(ProgressionError.describe(error))")
         }
-        await ChecksumJob.register(on: executor)
+        try ChecksumJob.register(on: executor)
         return executor
     }
 }

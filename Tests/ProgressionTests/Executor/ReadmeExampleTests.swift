@@ -12,7 +12,7 @@ struct ReadmeExampleTests {
         let directory = try TemporaryDirectory()
         let executor = try TaskExecutor(path: directory.file("service.sqlite"))
 
-        await executor.register("import", input: ImportInput.self, options: TaskOptions.interactive.retryable()) {
+        try executor.register("import", input: ImportInput.self, options: TaskOptions.interactive.retryable()) {
             input, context in
             var total = 0
             for (index, file) in input.files.enumerated() {

@@ -85,65 +85,6 @@ struct TaskExecutorTests {
         await executor.shutdown()
     }
 
-    @Test func progressAggregatesLiveAndWeightedFromConcurrentChildren() async throws {
-        let directory = try TemporaryDirectory()
-        let executor = try makeExecutor(.memory, in: directory)
-        let aReported = Gate(), bReported = Gate(), finish = Gate()
-        let id = try await executor.addTask(name: "parent") { context in
-            try await context.report(.step(1, of: 4))
-            try await withThrowingTaskGroup(of: Void.self) { group in
-                group.addTask {
-                    try await context.push("A", weight: 1) { a in
-                        try await a.report(.progress(1))
-                        aReported.open()
-                        await finish.wait()
-                    }
-                }
-                group.addTask {
-                    try await context.push("B", weight: 3) { b in
-                        await aReported.wait()
-                        try await b.report(.progress(0.5))
-                        bReported.open()
-                        await finish.wait()
-                    }
-                }
-                try await group.waitForAll()
-            }
-        }
-        await bReported.wait()
-        // The documented example: 0.25 + 0.25 × (1×1 + 3×0.5) / 4.
-        let live = try #require(await executor.snapshot(of: id))
-        #expect(live.progress == 0.40625)
-        #expect(live.children.map(\.progress) == [1, 0.5])
-        finish.open()
-        let done = try await executor.finished(id)
-        #expect(done.progress == 1)
-        await executor.shutdown()
-    }
-
-    @Test func progressNeverMovesBackwardsWhileSequentialChildrenAdvance() async throws {
-        let directory = try TemporaryDirectory()
-        let executor = try makeExecutor(.memory, in: directory)
-        let seen = Recorder<Double>()
-        let id = try await executor.addTask(name: "sequential", id: "sequential") { context in
-            for index in 0..<5 {
-                try await context.push("child \(index)") { child in
-                    for step in 1...4 {
-                        try await child.report(.step(step, of: 4))
-                        seen.append(await executor.snapshot(of: "sequential")?.progress ?? -1)
-                    }
-                }
-                seen.append(await executor.snapshot(of: "sequential")?.progress ?? -1)
-            }
-        }
-        _ = try await executor.finished(id)
-        let values = seen.all
-        #expect(values.count == 25)
-        #expect(zip(values, values.dropFirst()).allSatisfy { $0 <= $1 }, "\(values)")
-        #expect(values.last == 1)
-        await executor.shutdown()
-    }
-
     @Test func pausingPausesTheSubtreeAndConcurrentReportersWaitThenContinue() async throws {
         let directory = try TemporaryDirectory()
         let executor = try makeExecutor(.sqlite, in: directory)
@@ -319,33 +260,6 @@ struct TaskExecutorTests {
         _ = try await executor.finished(plain)
         await #expect(throws: ProgressionError.self) { try await executor.retry(taskID: plain) }
         await #expect(throws: ProgressionError.self) { try await executor.retry(taskID: "missing") }
-        await executor.shutdown()
-    }
-
-    @Test func aRetriedTaskCountsItsKnownStepsSoSkippedStepsDoNotShowItFinished() async throws {
-        let directory = try TemporaryDirectory()
-        let executor = try makeExecutor(.memory, in: directory)
-        let runs = Counter()
-        let seen = Recorder<Double>()
-        let id = try await executor.addTask(name: "steps", id: "steps", options: TaskOptions.default.retryable()) {
-            context in
-            runs.increment()
-            for index in 1...4 {
-                try await context.push("step \(index)") { _ in
-                    if index == 3 {
-                        seen.append(await executor.snapshot(of: "steps")?.progress ?? -1)
-                        if runs.count == 1 { throw Boom() }
-                    }
-                }
-            }
-        }
-        #expect(try await executor.finished(id).status == .failed)
-        try await executor.retry(taskID: id)
-        try await executor.runEnded(id)
-        #expect(await executor.snapshot(of: id)?.status == .completed)
-        // Attempt 2 skips steps 1 and 2: of the three steps it knows, two are done.
-        let secondRun = try #require(seen.all.last)
-        #expect(abs(secondRun - 2.0 / 3.0) < 0.001, "\(seen.all)")
         await executor.shutdown()
     }
 

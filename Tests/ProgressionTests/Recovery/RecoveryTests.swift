@@ -166,14 +166,14 @@ struct RestartTests {
         let directory = try TemporaryDirectory()
         let path = directory.file("jobs.sqlite")
         let first = try TaskExecutor(path: path)
-        await first.register("flaky", input: Input.self, options: TaskOptions.default.retryable()) { _, _ in throw Flaky() }
+        try first.register("flaky", input: Input.self, options: TaskOptions.default.retryable()) { _, _ in throw Flaky() }
         try await first.start()
         let id = try await first.submit("flaky", input: Input())
         _ = try await first.finished(id)
         await first.shutdown()
 
         let second = try TaskExecutor(path: path)
-        await second.register("flaky", input: Input.self, options: TaskOptions.default.retryable()) { _, context in
+        try second.register("flaky", input: Input.self, options: TaskOptions.default.retryable()) { _, context in
             try await context.report(.progress(1))
         }
         try await second.start()
@@ -205,15 +205,19 @@ struct RestartTests {
         var configuration = TaskExecutor.Configuration()
         configuration.completedTaskVisibility = .seconds(600)
         let executor = TaskExecutor(store: try SQLiteTaskStore(path: path), configuration: configuration)
-        await executor.register("noop", input: Input.self) { _, context in ran.append(context.taskID) }
+        try executor.register("noop", input: Input.self) { _, context in ran.append(context.taskID) }
         // The ghost completes its jobs (compare-and-set on status and owner) while the executor claims them.
         let completer = Task {
             var completedByGhost: [String] = []
-            for var record in records {
-                record.status = .completed
-                record.finishedAt = Date()
-                if try await store.update(record, ifStatusIn: [.running], ownerIs: "ghost", events: []) {
+            for record in records {
+                let completion = TaskChangeRequest(
+                    taskID: record.id, transition: .complete(result: nil), requester: .system, expectedStatus: .running,
+                    checksOwner: true, expectedOwner: "ghost", at: Date())
+                do {
+                    _ = try await store.change(completion)
                     completedByGhost.append(record.id)
+                } catch let error as TaskStoreError where error.reason == .conflict {
+                    // Claimed by the executor first.
                 }
             }
             return completedByGhost
@@ -244,7 +248,7 @@ struct BatchSubmitTests {
         configuration.completedTaskVisibility = .seconds(600)
         let executor = TaskExecutor(store: try kind.make(in: directory), configuration: configuration)
         let running = Counter(), peak = Recorder<Int>(), sum = Recorder<Int>()
-        await executor.register("add", input: Input.self) { input, _ in
+        try executor.register("add", input: Input.self) { input, _ in
             running.increment()
             peak.append(running.count)
             try await Task.sleep(for: .milliseconds(5))

@@ -28,7 +28,7 @@ struct SQLiteTaskStoreFileTests {
             let attributes = try FileManager.default.attributesOfItem(atPath: file)
             #expect((attributes[.posixPermissions] as? Int) == 0o600, "\(file)")
         }
-        #expect(try await store.schemaVersion() == ["0001_initial"])
+        #expect(try await store.schemaVersion() == ["0001_initial", "0002_lean_tasks"])
         #expect(try await store.integrityCheck() == ["ok"])
     }
 
@@ -50,7 +50,7 @@ struct SQLiteTaskStoreFileTests {
         do {
             let store = try SQLiteTaskStore(path: path)
             try await store.insert((0..<500).map { makeRecord(id: "task-\($0)", name: String(repeating: "x", count: 500)) }, events: [])
-            try await store.checkpointWAL()
+            try await store.maintain(.passiveCheckpoint)
             await store.close()
         }
         try? FileManager.default.removeItem(atPath: path + "-wal")
@@ -217,8 +217,8 @@ struct SQLiteTaskStoreFileTests {
         #expect(try await store.roots(TaskQuery(createdSince: farPast)).count == 2)
         #expect(try await store.roots(TaskQuery(createdSince: .distantPast)).count == 2)
         #expect(try await store.roots(TaskQuery(createdSince: farFuture)).isEmpty)
-        #expect(try await store.prune(finishedBefore: farPast, statuses: [.completed]) == 0)
-        #expect(try await store.prune(finishedBefore: farFuture, statuses: [.completed]) == 1)
+        #expect(try await store.prune(finishedBefore: farPast, statuses: [.completed], dryRun: false).roots == 0)
+        #expect(try await store.prune(finishedBefore: farFuture, statuses: [.completed], dryRun: false).roots == 1)
         #expect(try await store.task(id: "new") != nil)
     }
 

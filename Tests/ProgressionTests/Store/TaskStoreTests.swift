@@ -2,7 +2,7 @@ import Foundation
 import Progression
 import Testing
 
-/// The behaviour every ``TaskStore`` shares, run over the SQLite and the in-memory implementation.
+/// The contract every store shares, run over each implementation.
 struct TaskStoreTests {
     @Test(arguments: StoreKind.allCases)
     func everyColumnRoundTrips(kind: StoreKind) async throws {
@@ -20,7 +20,7 @@ struct TaskStoreTests {
             result: Data("{\"a\":1}".utf8), checkpoint: Data(), ownerID: "owner-1",
             leaseExpiresAt: created.addingTimeInterval(30), createdAt: created, startedAt: created.addingTimeInterval(1),
             updatedAt: created.addingTimeInterval(2), finishedAt: created.addingTimeInterval(3),
-            nextAttemptAt: created.addingTimeInterval(4))
+            nextAttemptAt: created.addingTimeInterval(4), total: 300_000_000, rate: 0.0125)
         let child = TaskRecord(
             id: "child", parentID: root.id, rootID: root.id, name: "步骤", occurrence: 1, status: .pending,
             createdAt: created)
@@ -34,6 +34,7 @@ struct TaskStoreTests {
         let storedChild = try #require(try await store.task(id: "child"))
         #expect(storedChild == child)
         #expect(storedChild.progress == nil && storedChild.input == nil && storedChild.finishedAt == nil)
+        #expect(storedChild.total == nil && storedChild.rate == nil)
     }
 
     @Test(arguments: StoreKind.allCases)
@@ -53,37 +54,49 @@ struct TaskStoreTests {
         let directory = try TemporaryDirectory()
         let store = try kind.make(in: directory)
         let root = makeRecord(id: "root")
-        try await store.insert([root], events: [])
+        let other = makeRecord(id: "other")
+        try await store.insert([root, other], events: [])
         var running = root
         running.status = .running
         running.progress = 0.5
-        var invalid = makeRecord(id: "other")
+        var invalid = other
         invalid.progress = 1.5
         let event = TaskEvent(taskID: "root", rootID: "root", kind: .started, at: Date(), attempt: 1)
         let error = await #expect(throws: TaskStoreError.self) {
-            _ = try await store.apply(TaskBatch(records: [running, invalid], events: [event]))
+            _ = try await store.apply(
+                TaskBatch(
+                    inserts: [makeRecord(id: "new")],
+                    updates: [TaskUpdate(running, columns: .all), TaskUpdate(invalid, columns: [.progress])],
+                    events: [event]))
         }
         #expect(error?.reason == .constraint)
         #expect(try await store.task(id: "root") == root)
-        #expect(try await store.task(id: "other") == nil)
-        #expect(try await store.events(of: "root", after: nil, limit: 10).isEmpty)
+        #expect(try await store.task(id: "other") == other)
+        #expect(try await store.task(id: "new") == nil)
+        #expect(try await store.events(of: "root").isEmpty)
     }
 
     @Test(arguments: StoreKind.allCases)
-    func aBatchWritesRecordsProgressAndEvents(kind: StoreKind) async throws {
+    func aBatchWritesNewRowsChangedColumnsAndEvents(kind: StoreKind) async throws {
         let directory = try TemporaryDirectory()
         let store = try kind.make(in: directory)
         let root = makeRecord(id: "root", owner: "me")
-        let child = makeRecord(id: "child", parent: root, owner: "me")
         let theirs = makeRecord(id: "theirs", owner: "someone else")
         try await store.insert([root, theirs], events: [])
+        let child = makeRecord(id: "child", parent: root)
         let now = Date(timeIntervalSince1970: 1_800_000_000)
+        var progressed = root
+        progressed.progress = 0.75
+        progressed.step = "copying"
+        progressed.updatedAt = now
+        var theirsProgressed = theirs
+        theirsProgressed.progress = 0.1
         let result = try await store.apply(
             TaskBatch(
-                records: [child],
-                progress: [
-                    TaskProgressRecord(id: "root", progress: 0.75, step: "copying", updatedAt: now),
-                    TaskProgressRecord(id: "theirs", progress: 0.1, step: nil, updatedAt: now),
+                inserts: [child],
+                updates: [
+                    TaskUpdate(progressed, columns: TaskColumns.report),
+                    TaskUpdate(theirsProgressed, columns: [.progress]),
                 ],
                 events: [
                     TaskEvent(taskID: "root", rootID: "root", kind: .step, at: now, attempt: 1, message: "copying"),
@@ -95,14 +108,14 @@ struct TaskStoreTests {
         #expect(stored.progress == 0.75 && stored.step == "copying" && stored.updatedAt == now)
         #expect(try await store.task(id: "child") == child)
         #expect(try await store.task(id: "theirs") == theirs)
-        let events = try await store.events(of: "root", after: nil, limit: 10)
+        let events = try await store.events(of: "root")
         #expect(events.map(\.kind) == [.step])
         #expect(events.first?.message == "copying")
-        #expect(try await store.events(of: "theirs", after: nil, limit: 10).isEmpty)
+        #expect(try await store.events(of: "theirs").isEmpty)
     }
 
     @Test(arguments: StoreKind.allCases)
-    func narrowUpdatesChangeMutableColumnsOfExistingRowsOnly(kind: StoreKind) async throws {
+    func narrowUpdatesWriteTheirColumnsOfExistingRowsOnly(kind: StoreKind) async throws {
         let directory = try TemporaryDirectory()
         let store = try kind.make(in: directory)
         let root = makeRecord(id: "root", owner: "me")
@@ -113,37 +126,105 @@ struct TaskStoreTests {
         changed.progress = 1
         changed.attempt = 2
         changed.result = Data("42".utf8)
-        changed.name = "renamed"  // an identity column: not written by an update
+        changed.name = "renamed"  // an identity column: never written by an update
+        changed.step = "not written"  // not among the columns below
         var theirs = makeRecord(id: "theirs", owner: "them")
         theirs.progress = 0.5
         let missing = makeRecord(id: "missing", owner: "me")
-        let result = try await store.apply(TaskBatch(updates: [changed, theirs, missing], owner: "me"))
+        let columns: TaskColumns = [.status, .finishedAt, .progress, .attempt, .result]
+        let result = try await store.apply(
+            TaskBatch(
+                updates: [
+                    TaskUpdate(changed, columns: columns), TaskUpdate(theirs, columns: [.progress]),
+                    TaskUpdate(missing, columns: [.progress]),
+                ], owner: "me"))
         #expect(result.rejectedTaskIDs.sorted() == ["missing", "theirs"])
         var expected = changed
         expected.name = root.name
+        expected.step = root.step
         #expect(try await store.task(id: "root") == expected)
         #expect(try await store.task(id: "theirs")?.progress == nil)
         #expect(try await store.task(id: "missing") == nil)
     }
 
     @Test(arguments: StoreKind.allCases)
-    func updateIsACompareAndSetOnStatusAndOwner(kind: StoreKind) async throws {
+    func aSubtaskIsFencedByItsRootsOwner(kind: StoreKind) async throws {
         let directory = try TemporaryDirectory()
         let store = try kind.make(in: directory)
-        let root = makeRecord(id: "root", status: .running, owner: "a")
-        try await store.insert([root], events: [])
-        var completed = root
-        completed.status = .completed
-        completed.finishedAt = root.createdAt.addingTimeInterval(5)
-        let event = TaskEvent(taskID: "root", rootID: "root", kind: .completed, at: Date(), attempt: 1)
-        #expect(try await store.update(completed, ifStatusIn: [.pending], ownerIs: "a", events: [event]) == false)
-        #expect(try await store.update(completed, ifStatusIn: [.running], ownerIs: "b", events: [event]) == false)
-        #expect(try await store.update(completed, ifStatusIn: [.running], ownerIs: nil, events: [event]) == false)
-        #expect(try await store.task(id: "root")?.status == .running)
-        #expect(try await store.update(completed, ifStatusIn: [.running, .paused], ownerIs: "a", events: [event]))
-        #expect(try await store.task(id: "root") == completed)
-        #expect(try await store.events(of: "root", after: nil, limit: 10).map(\.kind) == [.completed])
-        #expect(try await store.update(completed, ifStatusIn: [.running], ownerIs: "a", events: []) == false)
+        let root = makeRecord(id: "root", status: .running, owner: "old")
+        var child = makeRecord(id: "root.1", parent: root, status: .running)
+        try await store.insert([root, child], events: [])
+        // Another owner takes the tree: the old owner's writes to it are rejected, the new owner's go through.
+        _ = try await store.claimRoots(RootClaim(fromOwners: ["old"], kinds: nil, newOwner: "new", limit: 10))
+        child.progress = 0.5
+        let late = try await store.apply(
+            TaskBatch(
+                inserts: [makeRecord(id: "root.2", parent: root, name: "late")],
+                updates: [TaskUpdate(child, columns: [.progress])],
+                events: [TaskEvent(taskID: "root.1", rootID: "root", kind: .step, at: Date(), attempt: 1)],
+                owner: "old"))
+        #expect(late.rejectedTaskIDs.sorted() == ["root.1", "root.2"])
+        #expect(try await store.task(id: "root.1")?.progress == nil)
+        #expect(try await store.task(id: "root.2") == nil)
+        #expect(try await store.events(of: "root").isEmpty)
+        let current = try await store.apply(TaskBatch(updates: [TaskUpdate(child, columns: [.progress])], owner: "new"))
+        #expect(current.rejectedTaskIDs.isEmpty)
+        #expect(try await store.task(id: "root.1")?.progress == 0.5)
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func aChangeGoesThroughTheLifecycleWithACompareAndSet(kind: StoreKind) async throws {
+        let directory = try TemporaryDirectory()
+        let store = try kind.make(in: directory)
+        var root = makeRecord(id: "root", status: .running, owner: "a", kind: "job")
+        root.options = TaskOptions.interactive.retryable()
+        let child = makeRecord(id: "root.1", parent: root, status: .running, owner: "a")
+        let done = makeRecord(id: "root.2", parent: root, name: "done", status: .completed, owner: "a")
+        try await store.insert([root, child, done], events: [])
+        let now = Date(timeIntervalSince1970: 1_800_000_000)
+        func request(
+            _ transition: TaskLifecycle.Transition, status: TaskStatus, owner: String?,
+            requester: TaskChangeRequester = .operatorWithoutOwner
+        ) -> TaskChangeRequest {
+            TaskChangeRequest(
+                taskID: "root", transition: transition, requester: requester, expectedStatus: status,
+                checksOwner: true, expectedOwner: owner, message: "by test", at: now)
+        }
+        // What was read no longer holds: nothing is written.
+        let stale = await #expect(throws: TaskStoreError.self) {
+            try await store.change(request(.cancel, status: .pending, owner: "a"))
+        }
+        #expect(stale?.reason == .conflict)
+        let otherOwner = await #expect(throws: TaskStoreError.self) {
+            try await store.change(request(.cancel, status: .running, owner: "b"))
+        }
+        #expect(otherOwner?.reason == .conflict)
+        // The lifecycle refuses: nothing is written.
+        let refused = await #expect(throws: ProgressionError.self) {
+            try await store.change(request(.pause, status: .running, owner: "a"))
+        }
+        #expect(refused?.description.contains("no running executor holds it") == true)
+        #expect(try await store.task(id: "root") == root)
+        // Cancelling cancels the unfinished subtasks with it, with one event.
+        let cancelled = try await store.change(request(.cancel, status: .running, owner: "a"))
+        #expect(cancelled.after?.status == .cancelled && cancelled.cascaded == 1)
+        let statuses = Dictionary(uniqueKeysWithValues: try await store.tree(of: "root").map { ($0.id, $0.status) })
+        #expect(statuses == ["root": .cancelled, "root.1": .cancelled, "root.2": .completed])
+        let events = try await store.events(of: "root")
+        #expect(events.map(\.kind) == [.cancelled] && events.first?.message == "by test")
+        // Retried without an owner: pending, next attempt, no owner.
+        let retried = try await store.change(request(.retry, status: .cancelled, owner: "a"))
+        #expect(retried.after?.status == .pending && retried.after?.attempt == 2 && retried.after?.ownerID == nil)
+        // Removing a finished task deletes its tree and history.
+        _ = try await store.change(request(.cancel, status: .pending, owner: nil))
+        let removed = try await store.change(request(.remove, status: .cancelled, owner: nil))
+        #expect(removed.deleted == 3)
+        #expect(try await store.tree(of: "root").isEmpty)
+        #expect(try await store.events(of: "root").isEmpty)
+        let missing = await #expect(throws: TaskStoreError.self) {
+            try await store.change(request(.cancel, status: .running, owner: "a"))
+        }
+        #expect(missing?.reason == .notFound)
     }
 
     @Test(arguments: StoreKind.allCases)
@@ -156,7 +237,6 @@ struct TaskStoreTests {
         let a = makeRecord(id: "a", parent: root, name: "a", createdAt: t0.addingTimeInterval(1))
         let a1 = makeRecord(id: "a1", parent: a, name: "x", createdAt: t0.addingTimeInterval(3))
         let a2 = makeRecord(id: "a2", parent: a, name: "x", occurrence: 1, createdAt: t0.addingTimeInterval(3))
-        // Inserted children first: the foreign key is checked at commit.
         try await store.insert([a2, b, a1, a, root], events: [])
         #expect(try await store.tree(of: "r").map(\.id) == ["r", "a", "a1", "a2", "b"])
         #expect(try await store.tree(of: "a").map(\.id) == ["a", "a1", "a2"])
@@ -165,63 +245,81 @@ struct TaskStoreTests {
         let twin = makeRecord(id: "twin", parent: a, name: "x", occurrence: 1)
         let error = await #expect(throws: TaskStoreError.self) { try await store.insert([twin], events: []) }
         #expect(error?.reason == .conflict)
-        let orphan = makeRecord(id: "orphan", parent: makeRecord(id: "nobody"))
-        let orphanError = await #expect(throws: TaskStoreError.self) { try await store.insert([orphan], events: []) }
-        #expect(orphanError?.reason == .constraint)
     }
 
     @Test(arguments: StoreKind.allCases)
-    func rootsAreListedNewestFirstWithFiltersAndPages(kind: StoreKind) async throws {
+    func rootsAreListedWithFiltersSortsPagesAndACount(kind: StoreKind) async throws {
         let directory = try TemporaryDirectory()
         let store = try kind.make(in: directory)
         let t0 = Date(timeIntervalSince1970: 1_700_000_000)
         var records: [TaskRecord] = []
         for index in 0..<10 {
-            records.append(
-                makeRecord(
-                    id: "t\(index)", status: index.isMultiple(of: 2) ? .completed : .failed,
-                    createdAt: t0.addingTimeInterval(Double(index)), kind: index < 5 ? "import" : nil))
+            var record = makeRecord(
+                id: "t\(index)", name: index.isMultiple(of: 3) ? "Nightly Import \(index)" : "export \(index)",
+                status: index.isMultiple(of: 2) ? .completed : .failed, createdAt: t0.addingTimeInterval(Double(index)),
+                kind: index < 5 ? "import" : nil)
+            record.progress = Double(10 - index) / 10
+            record.updatedAt = t0.addingTimeInterval(Double(100 - index))
+            records.append(record)
         }
         records.append(makeRecord(id: "child", parent: records[0]))
+        records.append(makeRecord(id: "waiting", status: .pending, createdAt: t0.addingTimeInterval(20)))
         try await store.insert(records, events: [])
 
-        #expect(try await store.roots(TaskQuery(limit: 3)).map(\.id) == ["t9", "t8", "t7"])
-        #expect(try await store.roots(TaskQuery(limit: 3, offset: 8)).map(\.id) == ["t1", "t0"])
+        #expect(try await store.roots(TaskQuery(limit: 3)).map(\.id) == ["waiting", "t9", "t8"])
+        #expect(try await store.roots(TaskQuery(limit: 3, offset: 9)).map(\.id) == ["t1", "t0"])
         #expect(try await store.roots(TaskQuery(statuses: [.failed], limit: 2)).map(\.id) == ["t9", "t7"])
+        #expect(try await store.roots(TaskQuery(statuses: [.pending])).map(\.id) == ["waiting"])
+        #expect(try await store.roots(TaskQuery(statuses: [.pending, .failed], limit: 2)).map(\.id) == ["waiting", "t9"])
         #expect(try await store.roots(TaskQuery(kind: "import")).map(\.id) == ["t4", "t3", "t2", "t1", "t0"])
-        #expect(
-            try await store.roots(TaskQuery(statuses: [.completed], createdSince: t0.addingTimeInterval(5))).map(\.id)
-                == ["t8", "t6"])
+        let window = TaskQuery(
+            statuses: [.completed], createdSince: t0.addingTimeInterval(2), createdUntil: t0.addingTimeInterval(8))
+        #expect(try await store.roots(window).map(\.id) == ["t6", "t4", "t2"])
+        #expect(try await store.roots(TaskQuery(nameContains: "nightly")).map(\.id) == ["t9", "t6", "t3", "t0"])
+        #expect(try await store.roots(TaskQuery(sort: .created, reverse: true, limit: 2)).map(\.id) == ["t0", "t1"])
+        #expect(try await store.roots(TaskQuery(sort: .updated, limit: 2)).map(\.id) == ["t0", "t1"])
+        #expect(try await store.roots(TaskQuery(sort: .progress, limit: 2)).map(\.id) == ["t0", "t1"])
+        #expect(try await store.roots(TaskQuery(sort: .progress, reverse: true, limit: 2)).map(\.id) == ["waiting", "t9"])
         #expect(try await store.roots(TaskQuery(statuses: [])).isEmpty)
+        #expect(try await store.roots(TaskQuery(limit: 0)).isEmpty)
+        #expect(try await store.countRoots(TaskQuery(limit: 1)) == 11)
+        #expect(try await store.countRoots(TaskQuery(statuses: [.failed], kind: "import")) == 2)
         let statistics = try await store.statistics()
-        #expect(statistics.rootsByStatus == ["completed": 5, "failed": 5])
-        #expect(statistics.rootsByKind == ["import": 5, "": 5])
+        #expect(statistics.rootsByStatus == ["completed": 5, "failed": 5, "pending": 1])
+        #expect(statistics.rootsByKind == ["import": 5, "": 6])
+        #expect(statistics.oldestPendingCreatedAt == t0.addingTimeInterval(20))
     }
 
     @Test(arguments: StoreKind.allCases)
-    func eventsOfASubtreeAreItsNodesOnlyInOrder(kind: StoreKind) async throws {
+    func historyIsReadBySubtreeKindTimeAndTail(kind: StoreKind) async throws {
         let directory = try TemporaryDirectory()
         let store = try kind.make(in: directory)
         let root = makeRecord(id: "r")
         let child = makeRecord(id: "c", parent: root)
         let now = Date(timeIntervalSince1970: 1_800_000_000)
-        let events = (0..<5).map { index in
+        let events = (0..<6).map { index in
             TaskEvent(
-                taskID: index.isMultiple(of: 2) ? "r" : "c", rootID: "r", kind: .step, at: now, attempt: 1,
-                progress: Double(index) / 10, message: "step \(index)")
+                taskID: index.isMultiple(of: 2) ? "r" : "c", rootID: "r", kind: index < 4 ? .step : .progress,
+                at: now.addingTimeInterval(Double(index)), attempt: 1, progress: Double(index) / 10,
+                message: "step \(index)")
         }
         try await store.insert([root, child], events: events)
-        let all = try await store.events(of: "r", after: nil, limit: 100)
-        #expect(all.map(\.message) == (0..<5).map { "step \($0)" })
-        #expect(all.map(\.progress) == [0, 0.1, 0.2, 0.3, 0.4])
-        let ofChild = try await store.events(of: "c", after: nil, limit: 100)
-        #expect(ofChild.map(\.message) == ["step 1", "step 3"])
-        let page = try await store.events(of: "r", after: all[1].sequence, limit: 2)
-        #expect(page.map(\.message) == ["step 2", "step 3"])
+        let all = try await store.events(of: "r")
+        #expect(all.map(\.message) == (0..<6).map { "step \($0)" })
+        #expect(all.map(\.progress) == [0, 0.1, 0.2, 0.3, 0.4, 0.5])
+        #expect(try await store.events(of: "c").map(\.message) == ["step 1", "step 3", "step 5"])
+        #expect(try await store.events(of: "r", after: all[1].sequence, limit: 2).map(\.message) == ["step 2", "step 3"])
+        #expect(try await store.events(EventQuery(taskID: "r", limit: 2, tail: true)).map(\.message) == ["step 4", "step 5"])
+        #expect(try await store.events(EventQuery(taskID: "c", limit: 2, tail: true)).map(\.message) == ["step 3", "step 5"])
+        #expect(try await store.events(EventQuery(taskID: "r", kinds: [.progress])).map(\.message) == ["step 4", "step 5"])
+        #expect(
+            try await store.events(EventQuery(taskID: "r", since: now.addingTimeInterval(3))).map(\.message)
+                == ["step 3", "step 4", "step 5"])
+        #expect(try await store.events(EventQuery(taskID: "r", limit: 0)).isEmpty)
     }
 
     @Test(arguments: StoreKind.allCases)
-    func claimingTakesUnfinishedRootsOfDeadOwnersOnly(kind: StoreKind) async throws {
+    func claimsTakeUnfinishedRootsOfDeadOwnersByPriorityThenAge(kind: StoreKind) async throws {
         let directory = try TemporaryDirectory()
         let store = try kind.make(in: directory)
         let t0 = Date(timeIntervalSince1970: 1_700_000_000)
@@ -230,61 +328,62 @@ struct TaskStoreTests {
         urgent.priority = 10
         let done = makeRecord(id: "done", status: .completed, createdAt: t0, owner: "dead")
         let alive = makeRecord(id: "alive", status: .running, createdAt: t0, owner: "alive")
-        let child = makeRecord(id: "old-child", parent: old, status: .running, owner: "dead")
-        try await store.insert([old, urgent, done, alive, child], events: [])
+        let paused = makeRecord(id: "paused", status: .paused, createdAt: t0.addingTimeInterval(1), owner: "dead")
+        try await store.insert([old, urgent, done, alive, paused], events: [])
 
         let claimed = try await store.claimRoots(
-            heldBy: ["dead", nil], statuses: [.pending, .running, .paused], kinds: nil, newOwner: "me", limit: 10,
-            now: Date())
+            RootClaim(fromOwners: ["dead", nil], kinds: nil, newOwner: "me", limit: 2))
         #expect(claimed.map(\.id) == ["urgent", "old"])
-        #expect(claimed.map(\.ownerID) == [nil, "dead"])
+        #expect(claimed.map(\.status) == [.pending, .running])
         #expect(try await store.task(id: "old")?.ownerID == "me")
-        #expect(try await store.task(id: "old-child")?.ownerID == "me")
+        #expect(try await store.task(id: "old")?.status == .running, "a claim changes the owner only")
+        let rest = try await store.claimRoots(RootClaim(fromOwners: ["dead", nil], kinds: nil, newOwner: "me", limit: 10))
+        #expect(rest.map(\.id) == ["paused"])
         #expect(try await store.task(id: "done")?.ownerID == "dead")
         #expect(try await store.task(id: "alive")?.ownerID == "alive")
-        let again = try await store.claimRoots(
-            heldBy: ["dead", nil], statuses: [.pending, .running], kinds: nil, newOwner: "other", limit: 10, now: Date())
-        #expect(again.isEmpty)
+        #expect(try await store.claimRoots(RootClaim(fromOwners: ["dead", nil], kinds: nil, newOwner: "x", limit: 9)).isEmpty)
 
         let job = makeRecord(id: "job", status: .pending, kind: "export")
         let foreign = makeRecord(id: "foreign", status: .pending, kind: "unknown")
-        try await store.insert([job, foreign], events: [])
-        let jobs = try await store.claimRoots(
-            heldBy: [nil], statuses: [.pending], kinds: ["export"], newOwner: "me", limit: 10, now: Date())
-        #expect(jobs.map(\.id) == ["job"])
+        let closure = makeRecord(id: "closure", status: .pending)
+        try await store.insert([job, foreign, closure], events: [])
+        let jobs = try await store.claimRoots(RootClaim(fromOwners: [nil], kinds: ["export"], newOwner: "me", limit: 10))
+        #expect(Set(jobs.map(\.id)) == ["job", "closure"])
         #expect(try await store.task(id: "foreign")?.ownerID == nil)
     }
 
     @Test(arguments: StoreKind.allCases)
-    func deletingATreeRemovesItsNodesAndHistory(kind: StoreKind) async throws {
+    func removingATreeDeletesItsNodesAndHistory(kind: StoreKind) async throws {
         let directory = try TemporaryDirectory()
         let store = try kind.make(in: directory)
-        let root = makeRecord(id: "r")
-        let a = makeRecord(id: "a", parent: root, name: "a")
-        let a1 = makeRecord(id: "a1", parent: a, name: "a1")
-        let b = makeRecord(id: "b", parent: root, name: "b")
+        let root = makeRecord(id: "r", status: .completed)
+        let a = makeRecord(id: "a", parent: root, name: "a", status: .completed)
+        let a1 = makeRecord(id: "a1", parent: a, name: "a1", status: .completed)
+        let b = makeRecord(id: "b", parent: root, name: "b", status: .completed)
         let other = makeRecord(id: "other")
         let now = Date()
         let events = ["r", "a", "a1", "b", "other"].map {
             TaskEvent(taskID: $0, rootID: $0 == "other" ? "other" : "r", kind: .created, at: now, attempt: 1)
         }
         try await store.insert([root, a, a1, b, other], events: events)
-        #expect(try await store.deleteTree(of: "a") == 2)
+        let removeA = TaskChangeRequest(taskID: "a", transition: .remove, requester: .user, at: now)
+        #expect(try await store.change(removeA).deleted == 2)
         #expect(try await store.tree(of: "r").map(\.id) == ["r", "b"])
-        #expect(try await store.events(of: "r", after: nil, limit: 10).map(\.taskID) == ["r", "b"])
+        #expect(try await store.events(of: "r").map(\.taskID) == ["r", "b"])
+        // An unfinished task is not removed; deleteTree cancels it first.
+        let unfinished = await #expect(throws: ProgressionError.self) {
+            try await store.change(TaskChangeRequest(taskID: "other", transition: .remove, requester: .user, at: now))
+        }
+        #expect(unfinished?.description.contains("cancel it first") == true)
         #expect(try await store.deleteTree(of: "r") == 2)
         #expect(try await store.task(id: "r") == nil)
-        #expect(try await store.task(id: "other") != nil)
-        #expect(try await store.events(of: "other", after: nil, limit: 10).count == 1)
+        #expect(try await store.events(of: "other").count == 1)
         #expect(try await store.deleteTree(of: "r") == 0)
-        // With a status check: a task that is not in one of the statuses stays.
-        #expect(try await store.deleteTree(of: "other", ifStatusIn: [.completed, .failed]) == nil)
-        #expect(try await store.task(id: "other") != nil)
-        #expect(try await store.deleteTree(of: "other", ifStatusIn: [.pending]) == 1)
+        #expect(try await store.deleteTree(of: "other") == 1)
     }
 
     @Test(arguments: StoreKind.allCases)
-    func pruneDeletesOldFinishedRootsOfTheGivenStatuses(kind: StoreKind) async throws {
+    func pruneDeletesOldFinishedRootsOfTheGivenStatusesAndADryRunCounts(kind: StoreKind) async throws {
         let directory = try TemporaryDirectory()
         let store = try kind.make(in: directory)
         let t0 = Date(timeIntervalSince1970: 1_700_000_000)
@@ -295,11 +394,15 @@ struct TaskStoreTests {
         let child = makeRecord(id: "old-child", parent: oldDone, status: .completed, createdAt: t0)
         try await store.insert([oldDone, oldFailed, newDone, running, child], events: [])
         let cutoff = t0.addingTimeInterval(50)
-        #expect(try await store.prune(finishedBefore: cutoff, statuses: [.completed, .running]) == 1)
+        let dry = try await store.prune(finishedBefore: cutoff, statuses: [.completed, .running], dryRun: true)
+        #expect(dry == PruneResult(roots: 1, tasks: 2))
+        #expect(try await store.task(id: "old-done") != nil)
+        let pruned = try await store.prune(finishedBefore: cutoff, statuses: [.completed, .running], dryRun: false)
+        #expect(pruned == PruneResult(roots: 1, tasks: 2))
         #expect(try await store.task(id: "old-done") == nil)
         #expect(try await store.task(id: "old-child") == nil)
         #expect(try await store.task(id: "old-failed") != nil)
-        #expect(try await store.prune(finishedBefore: cutoff, statuses: Set(TaskStatus.allCases)) == 1)
+        #expect(try await store.prune(finishedBefore: cutoff, statuses: Set(TaskStatus.allCases), dryRun: false).roots == 1)
         #expect(try await store.roots(TaskQuery()).map(\.id).sorted() == ["new-done", "running"])
     }
 
@@ -309,17 +412,32 @@ struct TaskStoreTests {
         let store = try kind.make(in: directory)
         var job = makeRecord(id: "abc-1", kind: "import")
         job.idempotencyKey = "2026-11-21"
-        try await store.insert([job, makeRecord(id: "abd-2"), makeRecord(id: "x%_")], events: [])
+        let child = makeRecord(id: "abc-1.1", parent: job)
+        try await store.insert([job, child, makeRecord(id: "abd-2"), makeRecord(id: "x%_")], events: [])
         #expect(try await store.root(kind: "import", idempotencyKey: "2026-11-21")?.id == "abc-1")
         #expect(try await store.root(kind: "export", idempotencyKey: "2026-11-21") == nil)
         var twin = makeRecord(id: "abc-3", kind: "import")
         twin.idempotencyKey = "2026-11-21"
         let error = await #expect(throws: TaskStoreError.self) { try await store.insert([twin], events: []) }
         #expect(error?.reason == .conflict)
-        #expect(try await store.taskIDs(withPrefix: "ab", limit: 5) == ["abc-1", "abd-2"])
-        #expect(try await store.taskIDs(withPrefix: "abc", limit: 5) == ["abc-1"])
+        #expect(try await store.taskIDs(withPrefix: "ab", limit: 5) == ["abc-1", "abc-1.1", "abd-2"])
+        #expect(try await store.taskIDs(withPrefix: "abc", rootsOnly: true, limit: 5) == ["abc-1"])
         #expect(try await store.taskIDs(withPrefix: "x%", limit: 5) == ["x%_"])
         #expect(try await store.taskIDs(withPrefix: "%", limit: 5).isEmpty)
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func identifierReservationsAreDisjointAndIncreasing(kind: StoreKind) async throws {
+        let directory = try TemporaryDirectory()
+        let store = try kind.make(in: directory)
+        let first = try await store.reserveIdentifiers(10)
+        let second = try await store.reserveIdentifiers(1000)
+        #expect(first.count == 10 && second.count == 1000)
+        #expect(first.upperBound <= second.lowerBound)
+        #expect(first.lowerBound >= 0 && second.upperBound < 1 << 40)
+        let ids = (first.lowerBound..<first.upperBound).map(TaskIdentifier.root)
+        #expect(ids.allSatisfy { $0.count == 8 })
+        #expect(ids == ids.sorted())
     }
 
     @Test(arguments: StoreKind.allCases)

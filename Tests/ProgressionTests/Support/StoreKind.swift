@@ -1,7 +1,7 @@
 import Foundation
 import Progression
 
-/// The two store implementations, for tests that must hold for both.
+/// The store implementations, for tests that must hold for each.
 enum StoreKind: String, CaseIterable, CustomTestStringConvertible, Sendable {
     case sqlite
     case memory
@@ -9,7 +9,7 @@ enum StoreKind: String, CaseIterable, CustomTestStringConvertible, Sendable {
     var testDescription: String { rawValue }
 
     /// A new, empty store; the directory keeps the SQLite file alive for the test.
-    func make(in directory: TemporaryDirectory) throws -> any TaskStore {
+    func make(in directory: TemporaryDirectory) throws -> any TaskStoreBackend {
         switch self {
         case .sqlite: try SQLiteTaskStore(path: directory.file("tasks.sqlite"))
         case .memory: InMemoryTaskStore()

@@ -29,10 +29,15 @@ struct GraphState {
     var urgent = false
     var windowWaiter: CheckedContinuation<Void, Never>?
     var storage = StorageHealth.healthy
+    /// Wakes the writer when the first change since its last batch is made (yielding takes no lock of ours).
+    let writerWake: AsyncStream<Void>.Continuation
 
     // The run queue, and the deadlines of the timer loop.
     var runQueue: RunQueue
     var timers = TimerQueue()
+    /// Claimed roots queued without their tree, and the callers of `waitForTask` waiting for them.
+    var claimedIDs: Set<String> = []
+    var claimWaiters: [String: [CheckedContinuation<Void, Never>]] = [:]
     /// Tasks that load claimed roots (and run them), by root id: awaited on shutdown.
     var claimedRuns: [String: Task<Void, Never>] = [:]
     /// No new work is accepted; queued roots are handed back.
@@ -47,14 +52,16 @@ struct GraphState {
     var version: Int64 = 0
     var publishedVersion: Int64 = -1
 
-    init(maxConcurrentTasks: Int) {
+    init(maxConcurrentTasks: Int, writerWake: AsyncStream<Void>.Continuation) {
         runQueue = RunQueue(maxConcurrent: maxConcurrentTasks)
+        self.writerWake = writerWake
     }
 
     /// Notes that `columns` of `node` changed: the writer stores them with its next batch, and snapshots rebuild the
     /// node's tree.
     mutating func markDirty(_ node: TaskNode, _ columns: TaskColumns) {
         node.pendingColumns.formUnion(columns)
+        if dirtyNodes.isEmpty && events.isEmpty { writerWake.yield() }
         if !node.isInWriteSet {
             node.isInWriteSet = true
             dirtyNodes.append(node)
@@ -63,14 +70,20 @@ struct GraphState {
         touch(node)
     }
 
-    /// Notes that something visible in `node`'s tree changed.
+    /// Notes that something visible in `node` changed: its snapshot and its ancestors' are rebuilt when next needed.
+    /// A node marked stale has stale ancestors already, so repeated changes of one node cost one step.
     mutating func touch(_ node: TaskNode) {
-        node.root.version += 1
         version += 1
+        var current: TaskNode? = node
+        while let stale = current, !stale.snapshotIsStale {
+            stale.snapshotIsStale = true
+            current = stale.parent
+        }
     }
 
     /// Queues an event for the writer.
     mutating func append(_ event: TaskEvent) {
+        if dirtyNodes.isEmpty && events.isEmpty { writerWake.yield() }
         events.append(event)
         changeSequence += 1
     }

@@ -72,9 +72,11 @@ struct ProgressState {
 
     /// The value to show for an unfinished task that last showed `current`.
     func shown(current: Double?) -> Double? {
-        let values = [computed, floor, current].compactMap { $0 }
-        guard let highest = values.max() else { return nil }
-        return min(Self.unfinishedCap, max(0, highest))
+        var highest = computed
+        if let floor { highest = Swift.max(highest ?? floor, floor) }
+        if let current { highest = Swift.max(highest ?? current, current) }
+        guard let highest else { return nil }
+        return Swift.min(Self.unfinishedCap, Swift.max(0, highest))
     }
 
     /// Forgets what the task said and what its subtasks did (a new run); the value shown so far becomes the floor.
@@ -97,6 +99,12 @@ struct RateState {
     var lastValue: Double?
     var lastAt: Date?
     var rate: Double?
+
+    /// Whether a sample taken now would count (the last one is old enough).
+    func isDue(at now: Date) -> Bool {
+        guard let lastAt else { return true }
+        return now.timeIntervalSince(lastAt) >= Self.sampleInterval
+    }
 
     /// Takes a sample of the task's value; returns whether the rate changed.
     mutating func sample(_ value: Double, at now: Date) -> Bool {
@@ -235,7 +243,9 @@ extension GraphState {
             node.record.progress = next
             node.record.updatedAt = now
             var columns: TaskColumns = [.progress, .updatedAt]
-            if let next, node.execution != nil, !node.isEffectivelyPaused, node.rate.sample(next, at: now) {
+            if let next, node.isExecuting, node.rate.isDue(at: now), !node.isEffectivelyPaused,
+                node.rate.sample(next, at: now)
+            {
                 node.record.rate = node.rate.rate
                 columns.insert(.rate)
             }

@@ -84,7 +84,11 @@ final class TaskNode {
     var progress = ProgressState()
     var rate = RateState()
 
-    var execution: Execution?
+    var execution: Execution? {
+        didSet { isExecuting = execution != nil }
+    }
+    /// Whether its code runs (read on every report: cheaper than loading ``execution``).
+    private(set) var isExecuting = false
     var stopReason: StopReason?
     /// Code suspended at a report, push or checkpoint while this node or an ancestor is paused.
     var pauseWaiters: [Int: CheckedContinuation<Void, any Error>] = [:]
@@ -102,6 +106,10 @@ final class TaskNode {
     var removed = false
     var lastSampleAt: Date?
 
+    // Snapshots: the last one built, and whether it (or one below it) changed since.
+    var cachedSnapshot: TaskSnapshot?
+    var snapshotIsStale = true
+
     // Roots only.
     var body: (@Sendable (any TaskContext) async throws -> Void)?
     var phase = RootPhase.idle
@@ -112,10 +120,6 @@ final class TaskNode {
     var startsNewAttempt = false
     /// Subtasks created under this root, for their ids.
     var childCount = 0
-    /// Bumped when anything in the root's tree changes, for the snapshot cache.
-    var version: Int64 = 0
-    var cachedSnapshot: TaskSnapshot?
-    var cachedVersion: Int64 = -1
 
     init(handle: NodeHandle, record: TaskRecord, sequence: Int64, stored: Bool) {
         self.handle = handle
