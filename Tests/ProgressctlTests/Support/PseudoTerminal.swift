@@ -81,8 +81,8 @@ final class PseudoTerminal: Sendable {
     }
 
     /// Waits until the output so far satisfies `condition`, at most `timeout`; returns whether it did.
-    func waitForOutput(timeout: Duration = .seconds(10), _ condition: (String) -> Bool) async -> Bool {
-        await eventually(timeout: timeout) { condition(output) }
+    func waitForOutput(timeout: Duration = .seconds(10), _ condition: (String) async -> Bool) async -> Bool {
+        await eventually(timeout: timeout) { await condition(output) }
     }
 
     /// Stops reading and closes the master side.
