@@ -168,6 +168,20 @@ func insertSixHundredStepJob(into fixture: Fixture, id: String = "01a20337-07aa-
         #expect(!exact.contains("\u{1B}[J"), "a frame as high as the screen clears nothing below it")
     }
 
+    @Test func theSizeComesFromTheTerminalElseFromTheEnvironment() throws {
+        let terminal = try PseudoTerminal(rows: 33, columns: 101)
+        let slave = open(terminal.slavePath, O_RDWR | O_NOCTTY)
+        try #require(slave >= 0)
+        defer { close(slave) }
+        let environment = ["LINES": "50", "COLUMNS": "120"]
+        #expect(WatchTerminal.size(of: slave, environment: environment) == TerminalSize(rows: 33, columns: 101))
+        let file = open("/dev/null", O_WRONLY)
+        defer { close(file) }
+        #expect(WatchTerminal.size(of: file, environment: environment) == TerminalSize(rows: 50, columns: 120))
+        #expect(WatchTerminal.size(of: file, environment: ["COLUMNS": "132"]) == TerminalSize(rows: 24, columns: 132))
+        #expect(WatchTerminal.size(of: file, environment: ["LINES": "0", "COLUMNS": "x"]) == .fallback)
+    }
+
     @Test func aJobOfSixHundredStepsFitsA40By80TerminalInItsAlternateScreen() async throws {
         let fixture = try Fixture()
         try await insertSixHundredStepJob(into: fixture)

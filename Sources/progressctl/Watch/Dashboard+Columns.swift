@@ -17,7 +17,7 @@ extension Dashboard {
         var id = 8
 
         /// The fewest cells the name column gets before other columns are left out.
-        static let minimumName = 10
+        static let minimumName = 16
         /// At most this many cells go to the step while a name is cut.
         static let preferredStep = 24
 

@@ -25,10 +25,13 @@ final class WatchTerminal {
         leave()
     }
 
-    /// The size of the terminal on stdout (`TIOCGWINSZ`), else `$LINES` × `$COLUMNS`, else 24 × 80.
-    static func size(environment: [String: String] = ProcessInfo.processInfo.environment) -> TerminalSize {
+    /// The size of the terminal on `descriptor` (`TIOCGWINSZ`), else `$LINES` × `$COLUMNS`, else 24 × 80 (each
+    /// of the two on its own).
+    static func size(
+        of descriptor: Int32 = STDOUT_FILENO, environment: [String: String] = ProcessInfo.processInfo.environment
+    ) -> TerminalSize {
         var window = winsize()
-        if ioctl(STDOUT_FILENO, UInt(TIOCGWINSZ), &window) == 0, window.ws_row > 0, window.ws_col > 0 {
+        if ioctl(descriptor, UInt(TIOCGWINSZ), &window) == 0, window.ws_row > 0, window.ws_col > 0 {
             return TerminalSize(rows: Int(window.ws_row), columns: Int(window.ws_col))
         }
         func positive(_ name: String) -> Int? {
