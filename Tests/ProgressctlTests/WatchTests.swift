@@ -2,6 +2,7 @@ import Foundation
 import Progression
 import Testing
 
+/// `watch` with stdout a file (not a terminal): change lines.
 @Suite struct WatchTests {
     func finish(_ id: String, _ status: TaskStatus, in fixture: Fixture) async throws {
         var record = try #require(try await fixture.store.task(id: id))
@@ -12,44 +13,118 @@ import Testing
         _ = try await fixture.store.apply(TaskBatch(records: [record]))
     }
 
-    @Test func withoutATerminalItPrintsOneLinePerChangeAndEndsWhenTheTaskFinishes() async throws {
+    func report(_ id: String, _ progress: Double, step: String? = nil, in fixture: Fixture) async throws {
+        try await fixture.report(id, progress, step: step)
+    }
+
+    func lines(_ text: String) -> [String] { text.split(separator: "\n").map(String.init) }
+
+    @Test func withoutATerminalItPrintsOneLinePerChangedRootAndEndsWhenTheTaskFinishes() async throws {
         let fixture = try Fixture()
         let root = try await fixture.root("w1", status: .running, progress: 0.1, step: "load")
         try await fixture.child("w1-a", of: root, name: "a.csv", status: .running, progress: 0.2)
 
         let watch = try CLI.start(["--db", fixture.path, "watch", "w1"], in: fixture.directory)
         #expect(await eventually { watch.stdoutSoFar.contains("w1 running 10% load\n") }, "\(watch.stdoutSoFar)")
-        #expect(watch.stdoutSoFar.contains("w1-a running 20% -\n"))
-
-        var progressed = try #require(try await fixture.store.task(id: "w1"))
-        progressed.progress = 0.5
-        progressed.step = "parse"
-        progressed.updatedAt = Date()
-        _ = try await fixture.store.apply(TaskBatch(updates: [TaskUpdate(progressed, columns: TaskColumns.report)]))
+        try await report("w1-a", 0.7, in: fixture)
+        try await report("w1", 0.5, step: "parse", in: fixture)
         #expect(await eventually { watch.stdoutSoFar.contains("w1 running 50% parse\n") }, "\(watch.stdoutSoFar)")
 
         try await finish("w1-a", .completed, in: fixture)
         try await finish("w1", .completed, in: fixture)
         let result = try await watch.result(timeout: .seconds(10))
         #expect(result.status == 0, "\(result.stderr)")
-        let lines = result.stdout.split(separator: "\n").map(String.init)
-        #expect(lines == [
-            "w1 running 10% load", "w1-a running 20% -", "w1 running 50% parse", "w1 completed 100% parse",
-            "w1-a completed 100% -",
-        ] || lines == [
-            "w1 running 10% load", "w1-a running 20% -", "w1 running 50% parse", "w1-a completed 100% -",
-            "w1 completed 100% parse",
-        ], "\(lines)")
+        #expect(lines(result.stdout) == ["w1 running 10% load", "w1 running 50% parse", "w1 completed 100% parse"])
         #expect(!result.stdout.contains("\u{1B}["), "no redraw without a terminal")
     }
 
-    @Test func withoutAnIDItWatchesEveryUnfinishedTaskAndFailsWhenOneFailed() async throws {
+    @Test func withAllItPrintsTheChangesOfEveryTaskOfTheTree() async throws {
+        let fixture = try Fixture()
+        let root = try await fixture.root("w2", status: .running, progress: 0.1, step: "load")
+        try await fixture.child("w2-a", of: root, name: "a.csv", status: .running, progress: 0.2)
+
+        let watch = try CLI.start(["--db", fixture.path, "watch", "w2", "--all"], in: fixture.directory)
+        #expect(await eventually { watch.stdoutSoFar.contains("w2-a running 20% -\n") }, "\(watch.stdoutSoFar)")
+        try await report("w2-a", 0.7, in: fixture)
+        #expect(await eventually { watch.stdoutSoFar.contains("w2-a running 70% -\n") }, "\(watch.stdoutSoFar)")
+        try await finish("w2-a", .completed, in: fixture)
+        try await finish("w2", .completed, in: fixture)
+        let result = try await watch.result(timeout: .seconds(10))
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(lines(result.stdout) == [
+            "w2 running 10% load", "w2-a running 20% -", "w2-a running 70% -", "w2 completed 100% load",
+            "w2-a completed 100% -",
+        ] || lines(result.stdout) == [
+            "w2 running 10% load", "w2-a running 20% -", "w2-a running 70% -", "w2-a completed 100% -",
+            "w2 completed 100% load",
+        ], "\(lines(result.stdout))")
+    }
+
+    /// The rate is the one the executor stores with the task; the time left follows from it.
+    @Test func aRootWithARateShowsItAndATimeLeft() async throws {
+        let fixture = try Fixture()
+        try await fixture.root("steady", status: .running, progress: 0.01)
+        let watch = try CLI.start(
+            ["--db", fixture.path, "watch", "steady", "--interval", "0.05"], in: fixture.directory)
+        #expect(await eventually { watch.stdoutSoFar.contains("steady running 1%") })
+        try await fixture.report("steady", 0.5, rate: 0.01)
+        #expect(await eventually { watch.stdoutSoFar.contains(" rate ") }, "\(watch.stdoutSoFar)")
+        let line = try #require(lines(watch.stdoutSoFar).last { $0.contains(" rate ") })
+        #expect(line == "steady running 50% - rate 1.0%/s eta 50s", "\(line)")
+        try await finish("steady", .completed, in: fixture)
+        #expect(try await watch.result().status == 0)
+    }
+
+    @Test func jsonPrintsOneObjectPerChangedRootPerLine() async throws {
+        let fixture = try Fixture()
+        let root = try await fixture.root("j1", status: .running, progress: 0.25, step: "load")
+        try await fixture.child("j1-a", of: root, name: "a.csv", status: .running, progress: 0.2)
+        let watch = try CLI.start(["--db", fixture.path, "--json", "watch", "j1"], in: fixture.directory)
+        #expect(await eventually { !watch.stdoutSoFar.isEmpty })
+        try await finish("j1", .failed, in: fixture)
+        let result = try await watch.result(timeout: .seconds(10))
+        #expect(result.status == 1)
+        #expect(result.errorLines == ["progressctl: error: task 'j1' failed"])
+        let objects = try lines(result.stdout).map {
+            try #require(try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any])
+        }
+        #expect(objects.map { $0["id"] as? String } == ["j1", "j1"])
+        #expect(objects.map { $0["status"] as? String } == ["running", "failed"])
+        #expect(objects[0]["progress"] as? Double == 0.25)
+        #expect(objects[0]["step"] as? String == "load")
+        #expect(objects.allSatisfy { $0.keys.contains("rate") && $0.keys.contains("eta") })
+    }
+
+    @Test func withoutAnIDItKeepsFollowingAfterEverythingFinished() async throws {
+        let fixture = try Fixture()
+        try await fixture.root("f1", status: .running, progress: 0.3)
+        try await fixture.root("old", status: .completed)
+
+        let watch = try CLI.start(["--db", fixture.path, "watch"], in: fixture.directory)
+        #expect(await eventually { watch.stdoutSoFar.contains("f1 running 30%") })
+        try await finish("f1", .completed, in: fixture)
+        #expect(await eventually { watch.stdoutSoFar.contains("f1 completed 100%") })
+
+        // Everything is finished; a task submitted later is still picked up, so watch did not end.
+        try await fixture.root("f2", status: .pending, createdAt: Date())
+        #expect(await eventually { watch.stdoutSoFar.contains("f2 pending -") }, "\(watch.stdoutSoFar)")
+        #expect(watch.process.isRunning)
+        // One that starts and ends between two polls is seen too.
+        try await fixture.root("f3", status: .completed, progress: 1, createdAt: Date())
+        #expect(await eventually { watch.stdoutSoFar.contains("f3 completed 100%") }, "\(watch.stdoutSoFar)")
+        #expect(!watch.stdoutSoFar.contains("old"), "roots finished before watch began are not listed")
+
+        watch.process.terminate()
+        _ = try await watch.result(timeout: .seconds(10))
+    }
+
+    @Test func withUntilDoneItEndsWhenEveryTaskFinishedAndFailsWhenOneFailed() async throws {
         let fixture = try Fixture()
         try await fixture.root("u1", status: .running, progress: 0.3)
         try await fixture.root("u2", status: .pending)
         try await fixture.root("u3", status: .completed)
 
-        let watch = try CLI.start(["--db", fixture.path, "watch"], in: fixture.directory)
+        let watch = try CLI.start(["--db", fixture.path, "watch", "--until-done"], in: fixture.directory)
         #expect(await eventually { watch.stdoutSoFar.contains("u1 running 30%") && watch.stdoutSoFar.contains("u2 pending") })
         #expect(!watch.stdoutSoFar.contains("u3"))
         try await finish("u1", .completed, in: fixture)
@@ -61,12 +136,41 @@ import Testing
         #expect(result.stdout.contains("u2 failed"))
     }
 
-    @Test func nothingToWatch() async throws {
+    @Test func withUntilDoneItEndsWithStatusZeroWhenAllCompleted() async throws {
+        let fixture = try Fixture()
+        try await fixture.root("c1", status: .running, progress: 0.5)
+        let watch = try CLI.start(["--db", fixture.path, "watch", "--until-done"], in: fixture.directory)
+        #expect(await eventually { watch.stdoutSoFar.contains("c1 running 50%") })
+        try await finish("c1", .completed, in: fixture)
+        let result = try await watch.result(timeout: .seconds(10))
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(lines(result.stdout) == ["c1 running 50% -", "c1 completed 100% -"])
+    }
+
+    @Test func withUntilDoneAndNothingToWatchItEndsAtOnce() async throws {
         let fixture = try Fixture()
         try await fixture.root("done", status: .completed)
-        let result = try await fixture.run(["watch"])
+        let result = try await fixture.run(["watch", "--until-done"])
         #expect(result.status == 0)
-        #expect(result.stderr.contains("nothing to watch"))
+        #expect(result.errorLines == ["nothing to watch: no pending, running or paused tasks"])
+    }
+
+    @Test func aDatabaseDeletedWhileWatchingEndsItWithOneLineOnStderr() async throws {
+        let fixture = try Fixture()
+        try await fixture.root("d1", status: .running, progress: 0.4)
+        let watch = try CLI.start(["--db", fixture.path, "watch"], in: fixture.directory)
+        #expect(await eventually { watch.stdoutSoFar.contains("d1 running 40%") })
+        for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: fixture.path + suffix) }
+        let result = try await watch.result(timeout: .seconds(10))
+        #expect(result.status == 1)
+        #expect(result.errorLines == ["progressctl: error: the database '\(fixture.path)' was deleted while watching"])
+    }
+
+    @Test func anUnknownIDIsAnError() async throws {
+        let fixture = try Fixture()
+        let result = try await fixture.run(["watch", "nope"])
+        #expect(result.status == 1)
+        #expect(result.errorLines == ["progressctl: error: no task with id 'nope'"])
     }
 
     @Test func theDatabaseComesFromTheEnvironmentWhenNoDBOptionIsGiven() async throws {

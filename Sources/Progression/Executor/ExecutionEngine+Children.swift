@@ -30,7 +30,7 @@ extension ExecutionEngine {
                 return (try? codec.decode(data)) != nil
             }
         }
-        let start = try state.withLock { state throws(ProgressionError) in
+        let start = try locked { state throws(ProgressionError) in
             try state.startChild(
                 of: parent, name: name, weight: weight, options: options, now: pushedAt, accepts: accepts)
         }
@@ -52,7 +52,7 @@ extension ExecutionEngine {
             do { data = try codec.encode(value) } catch { result = .failure(error) }
         }
         let finished = now()
-        let (sequence, timedOut) = state.withLock { state -> (Int64?, Duration?) in
+        let (sequence, timedOut) = locked { state -> (Int64?, Duration?) in
             guard let node = state.nodes[child] else { return (nil, nil) }
             let (sequence, _) = state.finish(
                 node, result.map { _ in data }, now: finished, random: 0, configuration: configuration)
@@ -81,7 +81,7 @@ extension ExecutionEngine {
         let now = now()
         let limit = configuration.eventBacklogLimit
         let tolerance = writerLagTolerance
-        let outcome = try state.withLock { state throws(ProgressionError) -> (Bool, Bool, Bool, Bool) in
+        let outcome = try locked { state throws(ProgressionError) -> (Bool, Bool, Bool, Bool) in
             guard let node = state.nodes[handle], !node.removed else { return (false, false, false, false) }
             // The writer sleeps while nothing is dirty: wake it when this report makes the first change.
             let wasIdle = state.dirtyNodes.isEmpty && state.events.isEmpty
@@ -107,7 +107,7 @@ extension ExecutionEngine {
     /// Stores a checkpoint; returns once it is committed.
     func checkpoint(_ handle: NodeHandle, data: Data) async throws {
         let now = now()
-        let sequence = state.withLock { state -> Int64? in
+        let sequence = locked { state -> Int64? in
             guard let node = state.nodes[handle], !node.removed else { return nil }
             node.record.checkpoint = data
             node.record.updatedAt = now
@@ -125,17 +125,17 @@ extension ExecutionEngine {
     /// Suspends while the node or an ancestor is paused. Cancelling the waiting task wakes it with
     /// `CancellationError`.
     func waitWhilePaused(_ handle: NodeHandle) async throws {
-        while state.withLock({ $0.nodes[handle]?.isEffectivelyPaused ?? false }) {
-            let token = state.withLock { $0.nextToken() }
+        while locked({ $0.nodes[handle]?.isEffectivelyPaused ?? false }) {
+            let token = locked { $0.nextToken() }
             try await withTaskCancellationHandler {
                 try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-                    let immediate = state.withLock { state in
+                    let immediate = locked { state in
                         state.waitWhilePaused(handle, token: token, continuation, cancelled: Task.isCancelled)
                     }
                     if let immediate { continuation.resume(with: immediate) }
                 }
             } onCancel: {
-                let continuation = state.withLock { $0.nodes[handle]?.pauseWaiters.removeValue(forKey: token) }
+                let continuation = locked { $0.nodes[handle]?.pauseWaiters.removeValue(forKey: token) }
                 continuation?.resume(throwing: CancellationError())
             }
         }

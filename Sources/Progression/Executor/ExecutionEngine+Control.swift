@@ -9,7 +9,7 @@ extension ExecutionEngine {
     /// - Throws: `notFound`, `notPausable`, `invalidState` (a finished task).
     func pause(_ taskID: String) async throws {
         let now = now()
-        let sequence = try state.withLock { state throws(ProgressionError) -> Int64 in
+        let sequence = try locked { state throws(ProgressionError) -> Int64 in
             guard let node = state.node(id: taskID) else { throw ProgressionError.notFound(taskID: taskID) }
             let sequence = try state.transition(node, .pause, by: .user, now: now)
             _ = state.pauseChanged(below: node, now: clock.now())
@@ -23,7 +23,7 @@ extension ExecutionEngine {
     /// - Throws: `notFound`, `notPausable`, `invalidState` (not paused).
     func resume(_ taskID: String) async throws {
         let now = now()
-        let (sequence, wake, launches) = try state.withLock {
+        let (sequence, wake, launches) = try locked {
             state throws(ProgressionError) -> (Int64, [CheckedContinuation<Void, any Error>], [RootLaunch]) in
             guard let node = state.node(id: taskID) else { throw ProgressionError.notFound(taskID: taskID) }
             let codeRuns = node.execution != nil || node.phase == .running
@@ -48,7 +48,7 @@ extension ExecutionEngine {
     /// - Throws: `notFound`, `notCancellable`, `invalidState` (a finished task).
     func cancel(_ taskID: String) async throws {
         let now = now()
-        let (sequence, cancellation) = try state.withLock {
+        let (sequence, cancellation) = try locked {
             state throws(ProgressionError) -> (Int64?, Cancellation) in
             guard let node = state.node(id: taskID) else { throw ProgressionError.notFound(taskID: taskID) }
             _ = try TaskLifecycle.outcome(
@@ -71,7 +71,7 @@ extension ExecutionEngine {
 
     /// Cancels every unfinished root whose options allow it.
     func cancelAll() async {
-        let ids = state.withLock { state in
+        let ids = locked { state in
             state.roots.filter { !$0.record.status.isFinished && $0.record.options.canCancel }.map(\.record.id)
         }
         for id in ids { try? await cancel(id) }
@@ -90,7 +90,7 @@ extension ExecutionEngine {
     /// Stops the code of tasks another owner took (the store rejected their writes): nothing more is written for them.
     func leaseLost(_ ids: [String]) {
         logger.warning("lost tasks to another owner; stopping them here", metadata: ["tasks": "\(ids)"])
-        let cancellation = state.withLock { state in
+        let cancellation = locked { state in
             var cancellation = Cancellation()
             for id in ids {
                 guard let node = state.node(id: id) else { continue }
@@ -105,9 +105,19 @@ extension ExecutionEngine {
     ///
     /// - Throws: `notFound`, `notRetryable`.
     func retry(_ taskID: String) async throws {
+        // A root that runs is refused at once, unless it is being stopped (a retry right after a cancel): then its run
+        // is waited for.
+        try locked { state throws(ProgressionError) in
+            guard let node = state.node(id: taskID) else { throw ProgressionError.notFound(taskID: taskID) }
+            if !node.record.status.isFinished, node.stopReason == nil {
+                _ = try TaskLifecycle.outcome(
+                    of: .retry, status: node.record.status, options: node.record.options, isRoot: node.isRoot,
+                    hasKind: node.record.kind != nil, taskID: taskID, by: .user)
+            }
+        }
         await waitUntilIdle(taskID)
         let now = now()
-        let (sequence, launches) = try state.withLock {
+        let (sequence, launches) = try locked {
             state throws(ProgressionError) -> (Int64, [RootLaunch]) in
             guard let node = state.node(id: taskID) else { throw ProgressionError.notFound(taskID: taskID) }
             guard node.phase == .idle else {
@@ -127,7 +137,7 @@ extension ExecutionEngine {
     /// (a root unknown here is idle).
     func waitUntilIdle(_ taskID: String) async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let idle = state.withLock { state -> Bool in
+            let idle = locked { state -> Bool in
                 guard let node = state.node(id: taskID) else {
                     // Claimed and queued without its tree: wait for it to be loaded and to run.
                     guard state.claimedIDs.contains(taskID), !state.isShutDown else { return true }
@@ -144,11 +154,10 @@ extension ExecutionEngine {
 
     /// Resumes the callers of `waitForTask` of a root that became idle.
     func resumeIdleWaiters(_ taskID: String) {
-        let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
-            guard let node = state.node(id: taskID), node.phase == .idle else { return [] }
-            return node.takeIdleWaiters()
+        locked { state in
+            guard let node = state.node(id: taskID), node.phase == .idle else { return }
+            state.setIdle(node)
         }
-        for waiter in waiters { waiter.resume() }
     }
 }
 

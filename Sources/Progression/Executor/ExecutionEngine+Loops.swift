@@ -25,7 +25,7 @@ extension ExecutionEngine {
     /// Fires due deadlines: timeouts (paused time not counted), automatic retries, recovered jobs due later.
     func runTimers() async {
         while !Task.isCancelled {
-            let earliest = state.withLock { $0.timers.earliest }
+            let earliest = locked { $0.timers.earliest }
             if let earliest {
                 let wait = earliest - clock.now()
                 if wait > .zero { await timerSignal.wait(timeout: wait, clock: clock) }
@@ -40,7 +40,7 @@ extension ExecutionEngine {
     func fireTimers() {
         let now = clock.now()
         let date = self.now()
-        let (launches, wake, cancellation) = state.withLock { state -> ([RootLaunch], Bool, Cancellation) in
+        let (launches, wake, cancellation) = locked { state -> ([RootLaunch], Bool, Cancellation) in
             var wake = false
             var cancellation = Cancellation()
             for action in state.timers.due(at: now) {
@@ -59,7 +59,7 @@ extension ExecutionEngine {
                 case .retry(let handle):
                     guard let node = state.nodes[handle], node.phase == .delayed else { continue }
                     guard node.record.status == .pending, !state.isShutDown else {
-                        node.phase = .idle
+                        state.setIdle(node)
                         continue
                     }
                     node.phase = .queued
@@ -81,12 +81,12 @@ extension ExecutionEngine {
         while !Task.isCancelled {
             await publisherSignal.wait()
             guard !Task.isCancelled else { break }
-            if publisher.hasSubscribers, let graph = state.withLock({ $0.snapshotIfChanged() }) {
+            if publisher.hasSubscribers, let graph = locked({ $0.snapshotIfChanged() }) {
                 publisher.publish(graph)
             }
             try? await clock.sleep(configuration.publishInterval)
         }
-        publisher.publish(state.withLock { $0.graph() })
+        publisher.publish(locked { $0.graph() })
         publisher.finish()
     }
 
@@ -127,7 +127,7 @@ extension ExecutionEngine {
         let now = now()
         let completedBefore = now.addingTimeInterval(-configuration.completedTaskVisibility.seconds)
         let failedBefore = configuration.failedTaskVisibility.map { now.addingTimeInterval(-$0.seconds) }
-        state.withLock { state in
+        locked { state in
             var removed: Set<ObjectIdentifier> = []
             for root in state.roots {
                 let committed = root.committed
@@ -171,7 +171,7 @@ extension ExecutionEngine {
                 case .resume: try await resume(request.taskID)
                 case .cancel: try await cancel(request.taskID)
                 case .retry:
-                    if state.withLock({ $0.node(id: request.taskID) == nil }) { try await loadForRetry(request.taskID) }
+                    if locked({ $0.node(id: request.taskID) == nil }) { try await loadForRetry(request.taskID) }
                     try await retry(request.taskID)
                 case .remove: try await remove(request.taskID, force: true)
                 }
@@ -189,7 +189,7 @@ extension ExecutionEngine {
     func runRecovery() async {
         while !Task.isCancelled {
             do { try await clock.sleep(configuration.recoveryInterval) } catch { return }
-            let (shutDown, enabled) = state.withLock { ($0.isShutDown, $0.schedulerEnabled) }
+            let (shutDown, enabled) = locked { ($0.isShutDown, $0.schedulerEnabled) }
             if enabled, !shutDown { await recoverOnce() }
         }
     }
@@ -199,7 +199,7 @@ extension ExecutionEngine {
     ///
     /// - Throws: `notFound`, `invalidState` (a subtask, or unfinished without `force`), `notCancellable`.
     func remove(_ taskID: String, force: Bool) async throws {
-        let known = state.withLock { state -> (isRoot: Bool, status: TaskStatus)? in
+        let known = locked { state -> (isRoot: Bool, status: TaskStatus)? in
             state.node(id: taskID).map { ($0.isRoot, $0.record.status) }
         }
         if let known {
@@ -214,7 +214,7 @@ extension ExecutionEngine {
             }
             await waitUntilIdle(taskID)
             try await flush()
-            state.withLock { state in
+            locked { state in
                 if let node = state.node(id: taskID) { state.removeRoot(node) }
             }
         }

@@ -28,7 +28,7 @@ extension ExecutionEngine {
         var chunk = min(configuration.claimBatchSize, max(256, configuration.maxConcurrentTasks * 4))
         var total = 0
         while true {
-            let room = state.withLock { state in
+            let room = locked { state in
                 state.isShutDown ? 0 : configuration.claimBacklogLimit - state.runQueue.claimedWaiting
             }
             guard room > 0 else { break }
@@ -56,7 +56,7 @@ extension ExecutionEngine {
     /// wait for a slot.
     private func queue(_ claimed: [ClaimedRoot], now: Date) {
         var paused: [ClaimedRoot] = []
-        let (launches, wake) = state.withLock { state -> ([RootLaunch], Bool) in
+        let (launches, wake) = locked { state -> ([RootLaunch], Bool) in
             var wake = false
             for root in claimed {
                 if root.status == .paused {
@@ -77,9 +77,9 @@ extension ExecutionEngine {
             let key = "paused:\(paused[0].id)"
             let task = Task.detached {
                 for root in paused { await self.loadPaused(root) }
-                self.state.withLock { _ = $0.claimedRuns.removeValue(forKey: key) }
+                self.locked { _ = $0.claimedRuns.removeValue(forKey: key) }
             }
-            state.withLock { $0.claimedRuns[key] = task }
+            locked { $0.claimedRuns[key] = task }
         }
     }
 
@@ -89,7 +89,7 @@ extension ExecutionEngine {
             let tree = try await store.tree(of: claimed.id)
             let now = now()
             let body = tree.first.flatMap { registry.body(for: $0) }
-            state.withLock { state in
+            locked { state in
                 _ = state.rehydrate(
                     tree, previousOwner: claimed.previousOwner, body: body, owner: ownerID, now: now,
                     maxInterruptions: configuration.maxInterruptions, clock: clock)
@@ -107,12 +107,12 @@ extension ExecutionEngine {
             tree = try await store.tree(of: claimed.id)
         } catch {
             retryLater(claimed, error: error)
-            state.withLock { _ = $0.claimedRuns.removeValue(forKey: claimed.id) }
+            locked { _ = $0.claimedRuns.removeValue(forKey: claimed.id) }
             releaseSlot()
             return
         }
         let now = now()
-        let outcome = state.withLock { state -> (NodeHandle?, Task<Void, Never>?) in
+        let outcome = locked { state -> (NodeHandle?, Task<Void, Never>?) in
             let task = state.claimedRuns.removeValue(forKey: claimed.id)
             guard let root = tree.first else { return (nil, task) }
             let handle = state.rehydrate(
@@ -139,7 +139,7 @@ extension ExecutionEngine {
     /// A claimed root could not be loaded (the store failed): it is queued again after a backoff, never stranded.
     private func retryLater(_ claimed: ClaimedRoot, error: any Error) {
         Self.noteStorageFailure(error, outage: storageOutage, logger: logger, what: "loading a claimed task")
-        let wake = state.withLock { state in
+        let wake = locked { state in
             state.timers.add(.claimed(claimed), at: clock.now() + .seconds(1))
         }
         if wake { timerSignal.signal() }
@@ -165,7 +165,7 @@ extension ExecutionEngine {
         guard taken else { throw ProgressionError.notRetryable(taskID: taskID, reason: "it changed meanwhile") }
         let tree = try await store.tree(of: taskID)
         let now = now()
-        state.withLock { state in
+        locked { state in
             _ = state.rehydrate(
                 tree, previousOwner: nil, body: body, owner: ownerID, now: now,
                 maxInterruptions: configuration.maxInterruptions, clock: clock)

@@ -28,7 +28,7 @@ extension ExecutionEngine {
     ///   ``ProgressionError/shutDown``; nothing is added then.
     func addRoots(_ roots: [NewRoot]) throws(ProgressionError) -> (handles: [NodeHandle], sequence: Int64) {
         let now = now()
-        let (handles, sequence, launches) = try state.withLock {
+        let (handles, sequence, launches) = try locked {
             state throws(ProgressionError) -> ([NodeHandle], Int64, [RootLaunch]) in
             guard !state.isShutDown else { throw ProgressionError.shutDown }
             for root in roots where state.handles[root.record.id] != nil {
@@ -63,12 +63,12 @@ extension ExecutionEngine {
         do {
             try await waitForCommit(sequence)
         } catch {
-            state.withLock { state in
+            locked { state in
                 for handle in handles { if let node = state.nodes[handle] { state.removeRoot(node) } }
             }
             throw error
         }
-        return state.withLock { state in
+        return locked { state in
             var conflicted: [String] = []
             for handle in handles {
                 guard let node = state.nodes[handle], node.conflicted else { continue }
@@ -86,7 +86,7 @@ extension ExecutionEngine {
             switch launch {
             case .node(let handle):
                 let task = Task.detached { await self.runRoot(handle) }
-                let cancel = state.withLock { state -> Bool in
+                let cancel = locked { state -> Bool in
                     guard let node = state.nodes[handle] else { return false }
                     node.runTask = task
                     return node.effectiveStop != nil
@@ -94,7 +94,7 @@ extension ExecutionEngine {
                 if cancel { task.cancel() }
             case .claimed(let claimed):
                 let task = Task.detached { await self.runClaimed(claimed) }
-                state.withLock { $0.claimedRuns[claimed.id] = task }
+                locked { $0.claimedRuns[claimed.id] = task }
             }
         }
     }
@@ -102,7 +102,7 @@ extension ExecutionEngine {
     /// Runs a root whose start is staged (it holds a slot): waits for the start's commit, runs its code, records how it
     /// ended, gives the slot back, and waits for that record's commit.
     func runRoot(_ handle: NodeHandle) async {
-        let start = state.withLock { state -> (sequence: Int64, body: @Sendable (any TaskContext) async throws -> Void)? in
+        let start = locked { state -> (sequence: Int64, body: @Sendable (any TaskContext) async throws -> Void)? in
             guard let node = state.nodes[handle], let body = node.body else { return nil }
             return (node.staged?.sequence ?? state.changeSequence, body)
         }
@@ -116,7 +116,7 @@ extension ExecutionEngine {
             releaseSlot()
             return
         }
-        let runnable = state.withLock { state -> Bool in
+        let runnable = locked { state -> Bool in
             guard let node = state.nodes[handle], !node.conflicted, !node.removed else { return false }
             return true
         }
@@ -133,7 +133,7 @@ extension ExecutionEngine {
     func end(_ handle: NodeHandle, _ result: Result<Data?, any Error>) async {
         let now = now()
         let random = Double.random(in: 0..<1)
-        let (sequence, retryDelay, lost, launches) = state.withLock {
+        let (sequence, retryDelay, lost, launches) = locked {
             state -> (Int64?, Duration?, Bool, [RootLaunch]) in
             state.runQueue.running -= 1
             guard let node = state.nodes[handle] else { return (nil, nil, false, state.dispatch(now: now)) }
@@ -143,31 +143,29 @@ extension ExecutionEngine {
         }
         launch(launches)
         if let sequence { try? await waitForCommit(sequence) }
-        let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
-            guard let node = state.nodes[handle] else { return [] }
+        locked { state in
+            guard let node = state.nodes[handle] else { return }
             node.runTask = nil
             if lost {
                 // Another owner runs it now: forget it here.
-                node.phase = .idle
+                state.setIdle(node)
                 state.removeRoot(node)
-                return node.takeIdleWaiters()
+                return
             }
             if let retryDelay, !state.isShutDown {
                 node.phase = .delayed
                 node.startsNewAttempt = true
                 if state.timers.add(.retry(handle), at: clock.now() + retryDelay) { timerSignal.signal() }
-                return []
+                return
             }
-            node.phase = .idle
-            return node.takeIdleWaiters()
+            state.setIdle(node)
         }
-        for waiter in waiters { waiter.resume() }
     }
 
     /// Gives a slot back without a run to record (a start that was not committed, a root gone meanwhile).
     func releaseSlot() {
         let now = now()
-        let launches = state.withLock { state in
+        let launches = locked { state in
             state.runQueue.running -= 1
             return state.dispatch(now: now)
         }
@@ -179,7 +177,7 @@ extension ExecutionEngine {
     func execute<T: Sendable>(
         _ handle: NodeHandle, isRoot: Bool, _ body: @escaping @Sendable (any TaskContext) async throws -> T
     ) async -> Result<T, any Error> {
-        let context = LiveTaskContext(handle: handle, taskID: state.withLock { $0.nodes[handle]?.record.id ?? "" }, engine: self)
+        let context = LiveTaskContext(handle: handle, taskID: locked { $0.nodes[handle]?.record.id ?? "" }, engine: self)
         if isRoot {
             let stopped = beginExecution(handle, cancel: nil)
             if stopped { return .failure(CancellationError()) }
@@ -202,7 +200,7 @@ extension ExecutionEngine {
     /// Marks a node's code as running and arms its timeout. Returns whether it was asked to stop already.
     func beginExecution(_ handle: NodeHandle, cancel: (@Sendable () -> Void)?) -> Bool {
         let now = clock.now()
-        let (stopped, wake) = state.withLock { state -> (Bool, Bool) in
+        let (stopped, wake) = locked { state -> (Bool, Bool) in
             guard let node = state.nodes[handle] else { return (true, false) }
             // A root's code runs in its run task, which `stop` cancels.
             node.execution = Execution(
@@ -219,7 +217,7 @@ extension ExecutionEngine {
     }
 
     private func endExecution(_ handle: NodeHandle) {
-        state.withLock { $0.nodes[handle]?.execution = nil }
+        locked { $0.nodes[handle]?.execution = nil }
     }
 }
 
@@ -235,7 +233,7 @@ extension GraphState {
                 guard let node = nodes[handle], node.phase == .queued else { continue }
                 guard node.record.status == .pending else {
                     // Paused or finished while it waited: not run (a resume queues it again).
-                    node.phase = .idle
+                    setIdle(node)
                     continue
                 }
                 if node.startsNewAttempt {
@@ -246,7 +244,7 @@ extension GraphState {
                 do {
                     try transition(node, .start, by: .system, now: now)
                 } catch {
-                    node.phase = .idle
+                    setIdle(node)
                     continue
                 }
                 node.stopReason = nil

@@ -56,6 +56,20 @@ final class ExecutionEngine: Sendable {
     /// The wall-clock time, to the millisecond.
     func now() -> Date { clock.date() }
 
+    /// Runs `body` under the graph's lock, then resumes the callers of `waitForTask` whose roots became idle meanwhile
+    /// (a continuation is never resumed under the lock).
+    func locked<T: Sendable, E: Error>(_ body: (inout GraphState) throws(E) -> T) throws(E) -> T {
+        let (value, resumptions) = try state.withLock {
+            state throws(E) -> (T, [CheckedContinuation<Void, Never>]) in
+            let value = try body(&state)
+            guard !state.idleResumptions.isEmpty else { return (value, []) }
+            defer { state.idleResumptions.removeAll() }
+            return (value, state.idleResumptions)
+        }
+        for resumption in resumptions { resumption.resume() }
+        return value
+    }
+
     // MARK: Signals
 
     /// Wakes the writer; `urgent` (someone waits for a commit) also cuts its batching window short.

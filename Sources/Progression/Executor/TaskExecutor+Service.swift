@@ -28,9 +28,9 @@ extension TaskExecutor {
     /// - Throws: ``ProgressionError/shutDown``; the store's error when the owner record cannot be written.
     public func start() async throws {
         try startIfNeeded()
-        guard !engine.state.withLock({ $0.schedulerEnabled }) else { return }
+        guard !engine.locked({ $0.schedulerEnabled }) else { return }
         try await store(engine.ownerRecord(heartbeatAt: engine.now()))
-        engine.state.withLock { $0.schedulerEnabled = true }
+        engine.locked { $0.schedulerEnabled = true }
         await engine.recoverOnce()
     }
 
@@ -86,7 +86,7 @@ extension ExecutionEngine {
     /// queued, paused and waiting roots are handed back now. Returns the tasks to wait for.
     func beginShutdown() -> (running: [Task<Void, Never>], loading: [Task<Void, Never>]) {
         let now = now()
-        let (running, loading, waiters, cancellation) = state.withLock {
+        let (running, loading, waiters, cancellation) = locked {
             state -> ([Task<Void, Never>], [Task<Void, Never>], [CheckedContinuation<Void, Never>], Cancellation) in
             state.isShutDown = true
             _ = state.runQueue.drain()
@@ -101,8 +101,7 @@ extension ExecutionEngine {
                 } else {
                     // Queued, paused or waiting for its next attempt: handed back (a paused one stays paused).
                     _ = try? state.transition(root, .release, by: .system, now: now, silent: true)
-                    root.phase = .idle
-                    waiters += root.takeIdleWaiters()
+                    state.setIdle(root)
                 }
             }
             waiters += state.claimWaiters.values.joined()

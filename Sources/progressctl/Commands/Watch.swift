@@ -3,26 +3,45 @@ import Foundation
 import Progression
 
 extension Progressctl {
-    /// Follows tasks live until they finish.
+    /// Follows tasks live: a dashboard on a terminal, one line per change otherwise.
     struct Watch: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Follow tasks live until they finish (or Ctrl-C).",
+            abstract: "Follow tasks live: a dashboard on a terminal, one line per change otherwise.",
             discussion: """
-                Polls the database about ten times a second and does no work while nothing changed. On a terminal \
-                the tree is redrawn in place; otherwise one line is printed per change: id, status, percent, step. \
-                Without an id it follows every pending, running or paused task, and tasks that start meanwhile. \
-                Exits 0 when every watched task completed, 1 when one failed or was cancelled.
+                Polls the database about ten times a second and reads nothing while it is unchanged.
+
+                On a terminal it draws a dashboard in the terminal's alternate screen (the scrollback is left as \
+                it was): a line counting the tasks by status, then each watched root with its bar, percent, rate, \
+                time left, step, status and short id, and below it only its running, paused and failed tasks, the \
+                other children of each parent counted on one line. It fits the terminal's size and follows its \
+                changes. Colour is off when NO_COLOR is set.
+
+                Otherwise it prints one line per root whose status, percent or step changed: id, status, percent, \
+                step, and the rate and time left when known (with --all, a line per changed task of the trees; with \
+                --json, one JSON object per line).
+
+                Without an id it follows every pending, running or paused task and those that start later, until \
+                Ctrl-C. With an id, or with --until-done, it ends when every watched task finished: status 0 when \
+                all completed, 1 when one failed or was cancelled. It ends with status 1 when the database file is \
+                deleted.
 
                 Examples:
                   progressctl watch
                   progressctl watch 3f2a
-                  progressctl watch 3f2a | tee progress.log
+                  progressctl watch --until-done | tee progress.log
+                  progressctl watch 3f2a --all --json
                 """)
 
         @OptionGroup var options: GlobalOptions
 
-        @Argument(help: "The task id, or a unique prefix of it (default: every unfinished task).")
+        @Argument(help: "The task id, or a unique prefix of it (default: every unfinished task, and new ones).")
         var id: String?
+
+        @Flag(name: .customLong("until-done"), help: "End when every watched task has finished (always so with an id).")
+        var untilDone = false
+
+        @Flag(name: .long, help: "Without a terminal, print changes of every task of the trees, not only of roots.")
+        var all = false
 
         @Option(name: .long, help: ArgumentHelp("Seconds between polls.", valueName: "seconds"))
         var interval: Double = 0.1
@@ -30,89 +49,15 @@ extension Progressctl {
         func run() async throws {
             guard interval > 0, interval.isFinite else { throw CLIError.usage("--interval must be more than 0 seconds") }
             let store = try options.openStore(readOnly: true)
-            var watched: [String] = []
-            if let id { watched = [try await store.resolveTask(id).id] }
-            let redraw = Terminal.isInteractive && !options.json
-            var lastCounter: Int64? = nil
-            var lastLines = 0
-            var printed: [String: String] = [:]
-            while true {
-                let counter = try await store.checked { try await $0.changeCounter() }
-                if counter != lastCounter {
-                    lastCounter = counter
-                    if id == nil {
-                        // Every unfinished root, and the ones already watched (to show how they ended).
-                        let unfinished = try await store.checked {
-                            try await $0.roots(TaskQuery(statuses: [.pending, .running, .paused], limit: 1000))
-                        }
-                        for root in unfinished.reversed() where !watched.contains(root.id) { watched.append(root.id) }
-                    }
-                    var trees: [[TaskRecord]] = []
-                    for rootID in watched {
-                        let tree = try await store.checked { try await $0.tree(of: rootID) }
-                        if !tree.isEmpty { trees.append(tree) }
-                    }
-                    if trees.isEmpty {
-                        if id != nil { throw CLIError("task '\(watched.first ?? "")' was removed") }
-                        Terminal.standardError("nothing to watch: no pending, running or paused tasks")
-                        return
-                    }
-                    let finished = trees.allSatisfy { $0[0].status.isFinished }
-                    if redraw {
-                        let lines = Self.frame(trees)
-                        var text = lastLines > 0 ? "\u{1B}[\(lastLines)A\u{1B}[J" : ""
-                        text += lines.joined(separator: "\n") + "\n"
-                        Terminal.write(text)
-                        lastLines = lines.count
-                    } else {
-                        for node in trees.joined() {
-                            let line = Self.changeLine(node, json: options.json)
-                            let state = "\(node.status)|\(Format.percent(node.progress))|\(node.step ?? "")"
-                            if printed[node.id] != state {
-                                printed[node.id] = state
-                                Terminal.output(line)
-                            }
-                        }
-                    }
-                    if finished {
-                        let failed = trees.filter { $0[0].status != .completed }
-                        guard failed.isEmpty else {
-                            throw CLIError(failed.map { "task '\($0[0].id)' \($0[0].status)" }.joined(separator: ", "))
-                        }
-                        return
-                    }
-                }
-                try await Task.sleep(for: .milliseconds(Int64(interval * 1000)))
-            }
-        }
-
-        /// One line per node for a redraw: indented name, bar, status, step.
-        static func frame(_ trees: [[TaskRecord]]) -> [String] {
-            var lines: [String] = []
-            var rows: [[String]] = []
-            for tree in trees {
-                let depths = Show.depths(of: tree)
-                for node in tree {
-                    let indent = String(repeating: "  ", count: depths[node.id] ?? 0)
-                    rows.append([indent + node.name, Format.bar(node.progress), Format.status(node.status),
-                                 node.step ?? "", node.isRoot ? node.id : ""])
-                }
-            }
-            lines += Format.table(header: ["TASK", "PROGRESS", "STATUS", "STEP", "ID"], rows: rows)
-            lines.append(Terminal.paint("updated \(Format.time(Date())) — Ctrl-C to stop", .dim))
-            return lines
-        }
-
-        /// A change as one line: `id status percent step`, or a JSON object per line with `--json`.
-        static func changeLine(_ node: TaskRecord, json: Bool) -> String {
-            if json {
-                let encoder = JSONEncoder()
-                encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-                encoder.dateEncodingStrategy = .iso8601
-                let data = (try? encoder.encode(TaskJSON(node))) ?? Data("{}".utf8)
-                return String(decoding: data, as: UTF8.self)
-            }
-            return [node.id, node.status.rawValue, Format.percent(node.progress), node.step ?? "-"].joined(separator: " ")
+            let database = try DatabaseFileIdentity(path: options.databasePath)
+            var taskID: String?
+            if let id { taskID = try await store.resolveTask(id).id }
+            let dashboard = Terminal.isInteractive && !options.json
+            let noColor = ProcessInfo.processInfo.environment["NO_COLOR"].map { !$0.isEmpty } ?? false
+            let configuration = WatchSession.Configuration(
+                taskID: taskID, untilDone: untilDone, all: all, json: options.json, dashboard: dashboard,
+                color: dashboard && !noColor, interval: .milliseconds(Int64((interval * 1000).rounded())))
+            try await WatchSession(configuration: configuration, store: store, database: database).run()
         }
     }
 }

@@ -108,3 +108,33 @@ extension String {
         String(repeating: " ", count: max(0, width - visibleWidth)) + self
     }
 }
+
+extension Format {
+    /// A rate of progress given as a fraction of the whole per second, in percent per minute below 1 %/s
+    /// (`0.5%/min`, `12%/min`) and per second above (`2.5%/s`); `-` when unknown. At most 8 characters up to 1000 %/s.
+    static func rate(_ perSecond: Double?) -> String {
+        guard let perSecond, perSecond.isFinite, perSecond >= 0 else { return "-" }
+        func number(_ value: Double) -> String {
+            let tenths = (value * 10).rounded() / 10
+            return tenths >= 10 ? String(format: "%.0f", value) : String(format: "%.1f", tenths)
+        }
+        let percentPerSecond = perSecond * 100
+        if percentPerSecond >= 1 { return number(percentPerSecond) + "%/s" }
+        return number(percentPerSecond * 60) + "%/min"
+    }
+
+    /// A time left as `1h02m`, `4m10s` or `12s`; `>99h` beyond 99 hours; `-` when unknown.
+    static func timeLeft(_ seconds: Double?) -> String {
+        guard let seconds, seconds.isFinite, seconds >= 0 else { return "-" }
+        guard seconds < 100 * 3600 else { return ">99h" }
+        let whole = Int(seconds.rounded(.up))
+        if whole < 60 { return "\(whole)s" }
+        if whole < 3600 { return "\(whole / 60)m" + twoDigits(whole % 60) + "s" }
+        let minutes = whole / 60
+        return "\(minutes / 60)h" + twoDigits(minutes % 60) + "m"
+    }
+
+    private static func twoDigits(_ value: Int) -> String {
+        value < 10 ? "0\(value)" : "\(value)"
+    }
+}

@@ -97,3 +97,16 @@ func decodeJSON<T: Decodable>(_ type: T.Type, from text: String) throws -> T {
     decoder.dateDecodingStrategy = .iso8601
     return try decoder.decode(type, from: Data(text.utf8))
 }
+
+extension Fixture {
+    /// Writes a task's progress and step as an executor's writer would (the other columns as they are).
+    func report(_ id: String, _ progress: Double, step: String? = nil, rate: Double? = nil) async throws {
+        guard var record = try await store.task(id: id) else { return }
+        record.progress = progress
+        record.step = step
+        record.rate = rate
+        record.updatedAt = Date()
+        _ = try await store.apply(
+            TaskBatch(updates: [TaskUpdate(record, columns: [.progress, .step, .rate, .updatedAt])]))
+    }
+}

@@ -273,13 +273,14 @@ struct ProgressRuleTests {
         configuration.completedTaskVisibility = .seconds(600)
         configuration.writeWindow = .milliseconds(1)
         let executor = TaskExecutor(store: try StoreKind.sqlite.make(in: directory), configuration: configuration)
-        let step = Gate(), stepped = Gate()
+        let step = Gate(), stepped = Gate(), finish = Gate()
         let id = try await executor.addTask(name: "root") { context in
             try await context.report(.total(2))
             try await context.push("a", weight: 1) { child in
                 await step.wait()
                 try await child.report(.progress(0.5))
                 stepped.open()
+                await finish.wait()
             }
         }
         try await waitUntil("the root to run") { executor.snapshot(of: id)?.status == .running }
@@ -291,6 +292,7 @@ struct ProgressRuleTests {
         let after = try #require(try await executor.store.task(id: id))
         #expect(after.progress == 0.25)
         #expect(after.updatedAt.timeIntervalSince(before) >= 3)
+        finish.open()
         try await executor.runEnded(id)
         await executor.shutdown()
     }
@@ -326,6 +328,46 @@ struct ProgressRuleTests {
         let kinds = try await executor.store.events(of: id, limit: 10_000).map(\.kind)
         #expect(kinds.filter { $0 == .paused }.count == 1)
         #expect(kinds.filter { $0 == .resumed }.count == 1)
+        await executor.shutdown()
+    }
+
+    /// A running task carries a smoothed rate (fraction per second) and the time left it implies; its row stores the
+    /// rate; a pause clears it (the time paused does not count).
+    @Test func aRunningTaskCarriesARateAndATimeLeft() async throws {
+        let directory = try TemporaryDirectory()
+        let clock = ManualClock()
+        var configuration = TaskExecutor.Configuration()
+        configuration.clock = clock
+        configuration.completedTaskVisibility = .seconds(600)
+        configuration.writeWindow = .milliseconds(1)
+        let executor = TaskExecutor(store: try StoreKind.sqlite.make(in: directory), configuration: configuration)
+        let go = (0...5).map { _ in Gate() }, reached = (0...5).map { _ in Gate() }
+        let id = try await executor.addTask(name: "steady", options: .interactive) { context in
+            try await context.report(.total(100))
+            for step in 1...5 {
+                await go[step].wait()
+                try await context.report(.completed(Double(step) * 10))
+                reached[step].open()
+            }
+            await go[0].wait()
+        }
+        try await waitUntil("the task to run") { executor.snapshot(of: id)?.progress == 0 }
+        for step in 1...5 {
+            clock.advance(by: .seconds(1))
+            go[step].open()
+            await reached[step].wait()
+        }
+        let running = try #require(executor.snapshot(of: id))
+        #expect(running.progress == 0.5)
+        #expect(abs((running.rate ?? 0) - 0.1) < 1e-9, "\(String(describing: running.rate))")
+        #expect(running.estimatedTimeRemaining == .seconds(5))
+        try await executor.flush()
+        #expect(abs((try await executor.store.task(id: id)?.rate ?? 0) - 0.1) < 1e-9)
+        try await executor.pause(taskID: id)
+        #expect(executor.snapshot(of: id)?.rate == nil && executor.snapshot(of: id)?.estimatedTimeRemaining == nil)
+        try await executor.resume(taskID: id)
+        go[0].open()
+        #expect(try await executor.finished(id).rate == nil)
         await executor.shutdown()
     }
 }

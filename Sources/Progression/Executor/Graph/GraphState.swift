@@ -48,6 +48,10 @@ struct GraphState {
     // Pauses.
     var nextWaiterToken = 0
 
+    /// Callers of `waitForTask` whose roots became idle under the lock: resumed once it is released (see
+    /// ``ExecutionEngine/locked(_:)``).
+    var idleResumptions: [CheckedContinuation<Void, Never>] = []
+
     // Snapshots.
     var version: Int64 = 0
     var publishedVersion: Int64 = -1
@@ -79,6 +83,14 @@ struct GraphState {
             stale.snapshotIsStale = true
             current = stale.parent
         }
+    }
+
+    /// A root has nothing more to do here for now (finished, paused before it started, handed back): who waits for
+    /// it is resumed when the lock is released.
+    mutating func setIdle(_ node: TaskNode) {
+        node.phase = .idle
+        idleResumptions += node.idleWaiters
+        node.idleWaiters.removeAll()
     }
 
     /// Queues an event for the writer.
