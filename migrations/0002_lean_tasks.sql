@@ -11,6 +11,8 @@
 -- * New columns: total (the work a task declared, in its own units) and rate (its smoothed progress per second).
 -- * sequences: the counter behind root ids (TaskIdentifier), starting at a random value so that ids of different
 --   databases differ.
+-- * job_kinds: the kinds executors registered, with their options, so that a job submitted by another process
+--   (progressctl submit) gets its kind's options.
 
 CREATE TABLE tasks_v2 (
     id TEXT PRIMARY KEY NOT NULL,
@@ -107,3 +109,10 @@ CREATE TABLE sequences (
 
 -- Below 0.75 × 2^40, so that root ids keep 8 characters for 2^38 roots.
 INSERT INTO sequences (name, next) VALUES ('roots', abs(random() % 824633720832));
+
+CREATE TABLE job_kinds (
+    name TEXT PRIMARY KEY NOT NULL,
+    -- TaskOptions as JSON.
+    options TEXT NOT NULL,
+    updated_at INTEGER NOT NULL
+) STRICT;

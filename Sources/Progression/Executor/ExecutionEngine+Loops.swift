@@ -117,7 +117,7 @@ extension ExecutionEngine {
     /// The owner record of this executor.
     func ownerRecord(heartbeatAt: Date, stoppedAt: Date? = nil) -> OwnerRecord {
         OwnerRecord(
-            id: ownerID, host: OwnerRecord.currentHost, pid: ProcessInfo.processInfo.processIdentifier,
+            id: ownerID, host: configuration.hostName, pid: ProcessInfo.processInfo.processIdentifier,
             startedAt: startedAt, heartbeatAt: heartbeatAt, stoppedAt: stoppedAt)
     }
 

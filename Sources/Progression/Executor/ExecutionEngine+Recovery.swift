@@ -15,10 +15,11 @@ extension ExecutionEngine {
     func recoverOnce() async -> Int {
         let now = now()
         let staleAfter = configuration.ownerStaleAfter
+        let host = configuration.hostName
         let dead: [String]
         do {
             dead = try await store.owners().filter { owner in
-                owner.id != ownerID && !owner.liveness(now: now, staleAfter: staleAfter).isAlive
+                owner.id != ownerID && !owner.liveness(now: now, staleAfter: staleAfter, host: host).isAlive
             }.map(\.id)
         } catch {
             logger.warning("recovery pass failed; the next one tries again", metadata: ["error": "\(error)"])
@@ -89,10 +90,11 @@ extension ExecutionEngine {
             let tree = try await store.tree(of: claimed.id)
             let now = now()
             let body = tree.first.flatMap { registry.body(for: $0) }
+            let kindOptions = tree.first?.kind.flatMap { registry.kind($0)?.options }
             locked { state in
                 _ = state.rehydrate(
-                    tree, previousOwner: claimed.previousOwner, body: body, owner: ownerID, now: now,
-                    maxInterruptions: configuration.maxInterruptions, clock: clock)
+                    tree, previousOwner: claimed.previousOwner, body: body, kindOptions: kindOptions, owner: ownerID,
+                    now: now, maxInterruptions: configuration.maxInterruptions, clock: clock)
             }
         } catch {
             retryLater(claimed, error: error)
@@ -112,12 +114,14 @@ extension ExecutionEngine {
             return
         }
         let now = now()
+        let body = tree.first.flatMap { registry.body(for: $0) }
+        let kindOptions = tree.first?.kind.flatMap { registry.kind($0)?.options }
         let outcome = locked { state -> (NodeHandle?, Task<Void, Never>?) in
             let task = state.claimedRuns.removeValue(forKey: claimed.id)
-            guard let root = tree.first else { return (nil, task) }
+            guard tree.first != nil else { return (nil, task) }
             let handle = state.rehydrate(
-                tree, previousOwner: claimed.previousOwner, body: registry.body(for: root), owner: ownerID, now: now,
-                maxInterruptions: configuration.maxInterruptions, clock: clock, startNow: true)
+                tree, previousOwner: claimed.previousOwner, body: body, kindOptions: kindOptions, owner: ownerID,
+                now: now, maxInterruptions: configuration.maxInterruptions, clock: clock, startNow: true)
             if let handle, let node = state.nodes[handle] { node.runTask = task }
             state.claimedIDs.remove(claimed.id)
             let waiters = state.claimWaiters.removeValue(forKey: claimed.id) ?? []
@@ -182,7 +186,8 @@ extension GraphState {
     /// when it starts.
     mutating func rehydrate(
         _ tree: [TaskRecord], previousOwner: String?, body: (@Sendable (any TaskContext) async throws -> Void)?,
-        owner: String, now: Date, maxInterruptions: Int, clock: TaskClock, startNow: Bool = false
+        kindOptions: TaskOptions? = nil, owner: String, now: Date, maxInterruptions: Int, clock: TaskClock,
+        startNow: Bool = false
     ) -> NodeHandle? {
         guard var rootRecord = tree.first, rootRecord.isRoot, node(id: rootRecord.id) == nil else { return nil }
         // The claim changed the stored owner already: the one it took the root from is the claim's.
@@ -190,6 +195,12 @@ extension GraphState {
         rootRecord.ownerID = owner
         let root = addRoot(rootRecord, stored: true)
         root.body = body
+        // A job submitted by a process that did not know its kind's options gets them now.
+        if rootRecord.options.givenFields != nil, let kindOptions {
+            root.record.options = rootRecord.options.filled(from: kindOptions)
+            root.record.priority = root.record.options.priority
+            markDirty(root, [.options, .priority])
+        }
         root.progress.floor = rootRecord.progress
         for record in tree.dropFirst() {
             guard let parentID = record.parentID, let parent = node(id: parentID) else { continue }

@@ -57,6 +57,10 @@ public actor TaskExecutor {
         public var heartbeatInterval: Duration = .seconds(2)
         /// When an owner on another host counts as dead (see ``heartbeatInterval``).
         public var ownerStaleAfter: Duration = .seconds(15)
+        /// The host this executor's owner record names: an owner of the same host is dead as soon as its process is
+        /// gone, one of another host when its heartbeat is older than ``ownerStaleAfter``. By default the machine's
+        /// host name, or `$PROGRESSION_HOST` (e.g. for containers that share a database and a host name).
+        public var hostName: String = OwnerRecord.currentHost
         /// How often the store's write-ahead log is checkpointed, off the commit path.
         public var checkpointInterval: Duration = .seconds(1)
         /// How long a graceful shutdown waits for running code to stop at its next report.

@@ -25,8 +25,10 @@ package enum OwnerLiveness: Sendable, Hashable, Codable, CustomStringConvertible
 }
 
 extension OwnerRecord {
-    /// This machine's host name, as owners record it.
+    /// This machine's host name, as owners record it: `$PROGRESSION_HOST` when set (containers that share a database
+    /// and a host name, tests that play several hosts), else the system's.
     package static var currentHost: String {
+        if let name = ProcessInfo.processInfo.environment["PROGRESSION_HOST"], !name.isEmpty { return name }
         var buffer = [CChar](repeating: 0, count: 256)
         guard gethostname(&buffer, buffer.count) == 0 else { return "localhost" }
         return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)

@@ -21,6 +21,32 @@ public struct TaskOptions: Sendable, Hashable, Codable {
     public var retryPolicy: RetryPolicy?
     /// Higher runs first when the executor limits how many roots run at once.
     public var priority: Int
+    /// Set on a job submitted by another process that did not know its kind's registered options: only these fields
+    /// were given; the others are the kind's, filled in by the executor that runs the job. `nil` otherwise.
+    package var givenFields: Set<Field>?
+
+    /// The fields of a task's options, as a submit may give them.
+    package enum Field: String, Sendable, Hashable, Codable, CaseIterable {
+        case canCancel, canPause, canRetry, timeout, retryPolicy, priority
+    }
+
+    /// These options where given, the kind's registered `defaults` elsewhere (see ``givenFields``).
+    package func filled(from defaults: TaskOptions) -> TaskOptions {
+        guard let givenFields else { return self }
+        var merged = defaults
+        for field in givenFields {
+            switch field {
+            case .canCancel: merged.canCancel = canCancel
+            case .canPause: merged.canPause = canPause
+            case .canRetry: merged.canRetry = canRetry
+            case .timeout: merged.timeout = timeout
+            case .retryPolicy: merged.retryPolicy = retryPolicy
+            case .priority: merged.priority = priority
+            }
+        }
+        merged.givenFields = nil
+        return merged
+    }
 
     public init(
         canCancel: Bool = true, canPause: Bool = false, canRetry: Bool = false, timeout: Duration? = nil,

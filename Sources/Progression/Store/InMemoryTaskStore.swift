@@ -12,6 +12,8 @@ public actor InMemoryTaskStore: TaskStoreBackend {
         var owners: [String: OwnerRecord] = [:]
         var controls: [ControlRequest] = []
         var changes: Int64 = 0
+        /// Job kinds executors registered.
+        var kinds: [String: TaskOptions] = [:]
         /// The root-id sequence (see ``TaskIdentifier``).
         var nextIdentifier = Int64.random(in: 0..<(1 << 38))
         /// Indexes, as the SQLite schema has them: child identity, idempotency key, nodes of each root.
@@ -219,6 +221,15 @@ public actor InMemoryTaskStore: TaskStoreBackend {
     }
 
     package func maintain(_ work: StoreMaintenance) {}
+
+    package func saveKinds(_ kinds: [String: TaskOptions], at date: Date) {
+        state.kinds.merge(kinds) { _, new in new }
+        state.changes += 1
+    }
+
+    package func registeredKinds() -> [String: TaskOptions] {
+        state.kinds
+    }
 
     // MARK: Reading
 

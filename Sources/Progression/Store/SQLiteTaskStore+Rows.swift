@@ -78,7 +78,7 @@ extension SQLiteTaskStore {
         (.attempt, ["attempt"]), (.interruptions, ["interruptions"]), (.error, ["error_type", "error_description"]),
         (.result, ["result"]), (.checkpoint, ["checkpoint"]), (.owner, ["owner_id"]), (.priority, ["priority"]),
         (.startedAt, ["started_at"]), (.updatedAt, ["updated_at"]), (.finishedAt, ["finished_at"]),
-        (.nextAttemptAt, ["next_attempt_at"]), (.total, ["total"]), (.rate, ["rate"]),
+        (.nextAttemptAt, ["next_attempt_at"]), (.total, ["total"]), (.rate, ["rate"]), (.options, ["options"]),
     ]
 
     /// Binds the values of an update made with ``updateSQL(_:guarded:)``; returns the next parameter index.
@@ -111,6 +111,7 @@ extension SQLiteTaskStore {
         if columns.contains(.nextAttemptAt) { try statement.bindOptional(task.nextAttemptAt, at: next()) }
         if columns.contains(.total) { try statement.bindOptional(task.total, at: next()) }
         if columns.contains(.rate) { try statement.bindOptional(task.rate, at: next()) }
+        if columns.contains(.options) { try statement.bind(try encodedOptions(task.options), at: next()) }
         try statement.bind(task.id, at: next())
         return index
     }

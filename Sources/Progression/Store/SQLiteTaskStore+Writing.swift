@@ -300,6 +300,40 @@ extension SQLiteTaskStore {
         }
     }
 
+    // MARK: Job kinds
+
+    package func saveKinds(_ kinds: [String: TaskOptions], at date: Date) async throws {
+        guard !kinds.isEmpty else { return }
+        try await write { connection in
+            let upsert = try connection.cachedStatement(
+                """
+                INSERT INTO job_kinds (name, options, updated_at) VALUES (?, ?, ?)
+                ON CONFLICT(name) DO UPDATE SET options = excluded.options, updated_at = excluded.updated_at
+                """)
+            for (name, options) in kinds.sorted(by: { $0.key < $1.key }) {
+                try upsert.execute([.text(name), .text(try encodedOptions(options)), .integer(date.storedMilliseconds)])
+            }
+        }
+    }
+
+    package func registeredKinds() async throws -> [String: TaskOptions] {
+        try await read { connection in
+            let rows = try connection.query("SELECT name, options FROM job_kinds ORDER BY name") {
+                ($0.text(at: 0), $0.text(at: 1))
+            }
+            var kinds: [String: TaskOptions] = [:]
+            for (name, options) in rows {
+                do {
+                    kinds[name] = try decoder.decode(TaskOptions.self, from: Data(options.utf8))
+                } catch {
+                    throw TaskStoreError(
+                        .corrupt, path: path, message: "job kind '\(name)' cannot be read: its options do not decode")
+                }
+            }
+            return kinds
+        }
+    }
+
     // MARK: Maintenance
 
     package func maintain(_ work: StoreMaintenance) async throws {

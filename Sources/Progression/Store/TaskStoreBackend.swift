@@ -65,6 +65,13 @@ package protocol TaskStoreBackend: TaskStore {
 
     /// Housekeeping off the commit path: a WAL checkpoint, a vacuum. A no-op where it means nothing.
     func maintain(_ work: StoreMaintenance) async throws
+
+    /// Records the job kinds an executor registered, with their options (replacing what was recorded for them), so
+    /// that another process (progressctl submit) gives a job its kind's options.
+    func saveKinds(_ kinds: [String: TaskOptions], at date: Date) async throws
+
+    /// The job kinds executors registered, with their options.
+    func registeredKinds() async throws -> [String: TaskOptions]
 }
 
 extension TaskStoreBackend {
@@ -113,11 +120,12 @@ package struct TaskColumns: OptionSet, Sendable, Hashable {
     package static let nextAttemptAt = TaskColumns(rawValue: 1 << 14)
     package static let total = TaskColumns(rawValue: 1 << 15)
     package static let rate = TaskColumns(rawValue: 1 << 16)
+    package static let options = TaskColumns(rawValue: 1 << 17)
 
     /// Every column that changes after creation.
     package static let all: TaskColumns = [
         .status, .progress, .step, .weight, .attempt, .interruptions, .error, .result, .checkpoint, .owner, .priority,
-        .startedAt, .updatedAt, .finishedAt, .nextAttemptAt, .total, .rate,
+        .startedAt, .updatedAt, .finishedAt, .nextAttemptAt, .total, .rate, .options,
     ]
     /// What a progress report changes.
     package static let report: TaskColumns = [.progress, .step, .updatedAt, .rate, .total]
@@ -142,6 +150,7 @@ package struct TaskColumns: OptionSet, Sendable, Hashable {
         if old.nextAttemptAt != new.nextAttemptAt { columns.insert(.nextAttemptAt) }
         if old.total != new.total { columns.insert(.total) }
         if old.rate != new.rate { columns.insert(.rate) }
+        if old.options != new.options { columns.insert(.options) }
         return columns
     }
 
@@ -167,6 +176,7 @@ package struct TaskColumns: OptionSet, Sendable, Hashable {
         if contains(.nextAttemptAt) { target.nextAttemptAt = source.nextAttemptAt }
         if contains(.total) { target.total = source.total }
         if contains(.rate) { target.rate = source.rate }
+        if contains(.options) { target.options = source.options }
     }
 }
 

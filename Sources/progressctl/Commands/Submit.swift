@@ -24,20 +24,20 @@ extension Progressctl {
         @Option(name: .long, help: ArgumentHelp("The job's input, as JSON.", valueName: "json"))
         var input: String
 
-        @Option(name: .long, help: "The task id (default: a new UUID).")
+        @Option(name: .long, help: "The task id (default: a new short id, as the library gives).")
         var id: String?
 
-        @Option(name: .long, help: "Higher runs first.")
-        var priority: Int = 0
+        @Option(name: .long, parsing: .unconditional, help: "Higher runs first (default: the kind's).")
+        var priority: Int?
 
         @Option(name: .customLong("idempotency-key"), help: ArgumentHelp("Submit at most once per kind with this key.", valueName: "key"))
         var idempotencyKey: String?
 
-        @Flag(name: .long, help: "The job may be retried after it failed or was cancelled.")
-        var retryable = false
+        @Flag(inversion: .prefixedNo, help: "Whether the job may be retried after it failed or was cancelled (default: the kind's).")
+        var retryable: Bool?
 
-        @Flag(name: .long, help: "The job may be paused.")
-        var pausable = false
+        @Flag(inversion: .prefixedNo, help: "Whether the job may be paused (default: the kind's).")
+        var pausable: Bool?
 
         /// `submit --json`.
         struct SubmitJSON: Codable {
@@ -61,11 +61,16 @@ extension Progressctl {
                 return
             }
             let now = Date()
-            let taskID = id ?? UUID().uuidString.lowercased()
-            let taskOptions = TaskOptions.default.pausable(pausable).retryable(retryable).priority(priority)
+            let taskID: String
+            if let id {
+                taskID = id
+            } else {
+                taskID = TaskIdentifier.root(try await store.checked { try await $0.reserveIdentifiers(1) }.lowerBound)
+            }
+            let taskOptions = try await options(for: store)
             let record = TaskRecord(
                 id: taskID, name: kind, kind: kind, input: data, idempotencyKey: idempotencyKey, options: taskOptions,
-                status: .pending, createdAt: now)
+                status: .pending, priority: taskOptions.priority, createdAt: now)
             let event = TaskEvent(taskID: taskID, rootID: taskID, kind: .created, at: now, attempt: 1, message: "submitted by progressctl")
             do {
                 try await store.insert([record], events: [event])
@@ -82,6 +87,29 @@ extension Progressctl {
                 throw CLIError(store: error)
             }
             try report(taskID, created: true)
+        }
+
+        /// The kind's registered options with what the command line gives over them. When no executor of this
+        /// database registered the kind yet, the given fields are marked so that the executor that runs the job fills
+        /// in the others from its kind.
+        private func options(for store: SQLiteTaskStore) async throws -> TaskOptions {
+            var given: Set<TaskOptions.Field> = []
+            let registered = try await store.checked { try await $0.registeredKinds() }[kind]
+            var options = registered ?? .default
+            if let retryable {
+                options.canRetry = retryable
+                given.insert(.canRetry)
+            }
+            if let pausable {
+                options.canPause = pausable
+                given.insert(.canPause)
+            }
+            if let priority {
+                options.priority = priority
+                given.insert(.priority)
+            }
+            if registered == nil { options.givenFields = given }
+            return options
         }
 
         private func report(_ id: String, created: Bool) throws {

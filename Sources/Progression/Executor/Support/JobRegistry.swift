@@ -30,6 +30,11 @@ final class JobRegistry: Sendable {
         kinds.withLock { Set($0.keys) }
     }
 
+    /// Every kind's registered options.
+    var options: [String: TaskOptions] {
+        kinds.withLock { $0.mapValues(\.options) }
+    }
+
     /// The code that runs a stored root: its kind's, given its input; `nil` for a closure task or an unknown kind.
     func body(for record: TaskRecord) -> (@Sendable (any TaskContext) async throws -> Void)? {
         guard let name = record.kind, let kind = kind(name) else { return nil }
