@@ -18,6 +18,17 @@ let package = Package(
         .executable(name: "progression-crash-test", targets: ["progression-crash-test"]),
         .executable(name: "progression-bench", targets: ["progression-bench"]),
         .executable(name: "progression-demo", targets: ["progression-demo"]),
+        // The same store on PostgreSQL, for executors on several hosts. Built only with the `PostgreSQL` trait.
+        .library(name: "ProgressionPostgres", targets: ["ProgressionPostgres"]),
+    ],
+    traits: [
+        .trait(
+            name: "PostgreSQL",
+            description: "PostgresTaskStore (the ProgressionPostgres product) on postgres-nio, and `--db postgres://…` "
+                + "in progressctl, progression-demo, the crash test and the bench. Off by default: SQLite users do "
+                + "not build postgres-nio."
+        ),
+        .default(enabledTraits: []),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -26,6 +37,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         // The run queue's heap (already built for swift-service-lifecycle's dependencies).
         .package(url: "https://github.com/apple/swift-collections", from: "1.6.0"),
+        // PostgresTaskStore; only built with the `PostgreSQL` trait.
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
     ],
     targets: [
         // The system's libsqlite3 (Debian: libsqlite3-dev).
@@ -50,11 +63,24 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // PostgresTaskStore: the TaskStore contract on PostgreSQL, for executors on several hosts. Without the
+        // `PostgreSQL` trait its sources compile to nothing (they are wrapped in `#if PostgreSQL`) and postgres-nio is
+        // not built.
+        .target(
+            name: "ProgressionPostgres",
+            dependencies: [
+                "Progression",
+                .product(name: "PostgresNIO", package: "postgres-nio", condition: .when(traits: ["PostgreSQL"])),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         // The operator's command-line tool.
         .executableTarget(
             name: "progressctl",
             dependencies: [
                 "Progression",
+                .target(name: "ProgressionPostgres", condition: .when(traits: ["PostgreSQL"])),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: swiftSettings
@@ -65,6 +91,7 @@ let package = Package(
             name: "progression-crash-test",
             dependencies: [
                 "Progression",
+                .target(name: "ProgressionPostgres", condition: .when(traits: ["PostgreSQL"])),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
@@ -76,7 +103,10 @@ let package = Package(
         // Measures the performance targets side by side in one run (release builds only); not part of `swift test`.
         .executableTarget(
             name: "progression-bench",
-            dependencies: ["Progression", "ProgressionSQLite", "CSQLite"],
+            dependencies: [
+                "Progression", "ProgressionSQLite", "CSQLite",
+                .target(name: "ProgressionPostgres", condition: .when(traits: ["PostgreSQL"])),
+            ],
             path: "Sources/progression-bench",
             swiftSettings: swiftSettings
         ),
@@ -85,6 +115,7 @@ let package = Package(
             name: "progression-demo",
             dependencies: [
                 "Progression",
+                .target(name: "ProgressionPostgres", condition: .when(traits: ["PostgreSQL"])),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
@@ -100,7 +131,10 @@ let package = Package(
         ),
         .testTarget(
             name: "ProgressionTests",
-            dependencies: ["Progression", "ProgressionSQLite", "progression-crash-test"],
+            dependencies: [
+                "Progression", "ProgressionSQLite", "progression-crash-test",
+                .target(name: "ProgressionPostgres", condition: .when(traits: ["PostgreSQL"])),
+            ],
             swiftSettings: swiftSettings
         ),
         // Runs the built progressctl binary as a child process; depending on it makes `swift test` build it.
@@ -113,6 +147,18 @@ let package = Package(
         .testTarget(
             name: "DemoTests",
             dependencies: ["Progression", "progression-demo"],
+            swiftSettings: swiftSettings
+        ),
+        // PostgresTaskStore against a real server that the tests start (initdb + pg_ctl on a Unix socket): schema,
+        // query plans, notifications, and several "hosts" (progression-demo processes) on one database. Its sources
+        // are wrapped in `#if PostgreSQL`.
+        .testTarget(
+            name: "ProgressionPostgresTests",
+            dependencies: [
+                "Progression", "progressctl", "progression-demo", "progression-crash-test",
+                .target(name: "ProgressionPostgres", condition: .when(traits: ["PostgreSQL"])),
+                .product(name: "PostgresNIO", package: "postgres-nio", condition: .when(traits: ["PostgreSQL"])),
+            ],
             swiftSettings: swiftSettings
         ),
     ]

@@ -130,7 +130,7 @@ extension Date {
     /// Milliseconds since the Unix epoch, as stored. A date beyond what 64 bits of milliseconds hold (some 292
     /// million years either way, e.g. "now minus 10¹⁴ days" from a command line) saturates to `Int64.min` or
     /// `Int64.max` instead of trapping; `Date.distantPast` and `distantFuture` fit and keep their order.
-    var storedMilliseconds: Int64 {
+    package var storedMilliseconds: Int64 {
         let milliseconds = (timeIntervalSince1970 * 1000).rounded()
         // Double(Int64.max) rounds up to 2⁶³, which no Int64 holds; Double(Int64.min) is exactly -2⁶³.
         if milliseconds >= Double(Int64.max) { return .max }
@@ -138,12 +138,12 @@ extension Date {
         return milliseconds.isNaN ? 0 : Int64(milliseconds)
     }
 
-    init(storedMilliseconds: Int64) {
+    package init(storedMilliseconds: Int64) {
         self.init(timeIntervalSince1970: Double(storedMilliseconds) / 1000)
     }
 
     /// This date rounded to the millisecond, as the store keeps it.
-    var roundedToMilliseconds: Date {
+    package var roundedToMilliseconds: Date {
         Date(storedMilliseconds: storedMilliseconds)
     }
 

@@ -221,8 +221,8 @@ extension SQLiteTaskStore {
 }
 
 /// Orders the nodes of one tree: parents before children, siblings by creation time, then name and occurrence.
-enum TaskTreeOrder {
-    static func subtree(of id: String, in nodes: [TaskRecord]) -> [TaskRecord] {
+package enum TaskTreeOrder {
+    package static func subtree(of id: String, in nodes: [TaskRecord]) -> [TaskRecord] {
         var children: [String: [TaskRecord]] = [:]
         var top: TaskRecord?
         for node in nodes {

@@ -183,7 +183,7 @@ public struct TaskStoreStatistics: Sendable, Hashable, Codable {
 
 extension String {
     /// The text with ASCII letters lowercased (what SQLite's `lower()` and `LIKE` fold).
-    var asciiLowercased: String {
+    package var asciiLowercased: String {
         String(decoding: utf8.map { $0 >= 65 && $0 <= 90 ? $0 + 32 : $0 }, as: UTF8.self)
     }
 }

@@ -1,10 +1,17 @@
 import Foundation
 import Progression
+#if PostgreSQL
+import ProgressionPostgres
+#endif
 
 /// The store implementations, for tests that must hold for each.
 enum StoreKind: String, CaseIterable, CustomTestStringConvertible, Sendable {
     case sqlite
     case memory
+    #if PostgreSQL
+    /// A schema of its own on the test process's PostgreSQL server (started by the first test that needs it).
+    case postgres
+    #endif
 
     var testDescription: String { rawValue }
 
@@ -13,6 +20,13 @@ enum StoreKind: String, CaseIterable, CustomTestStringConvertible, Sendable {
         switch self {
         case .sqlite: try SQLiteTaskStore(path: directory.file("tasks.sqlite"))
         case .memory: InMemoryTaskStore()
+        #if PostgreSQL
+        // Opens in the background: the first call waits for the schema (and fails when the server could not start).
+        case .postgres:
+            try PostgresTaskStore(
+                opening: LocalPostgresServer.shared().configuration(schema: "test_" + UUID().uuidString.prefix(8).lowercased()
+                    + "_\(UInt32.random(in: 0...UInt32.max))"))
+        #endif
         }
     }
 }

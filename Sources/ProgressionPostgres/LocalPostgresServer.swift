@@ -1,0 +1,193 @@
+#if PostgreSQL
+import Foundation
+import Progression
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A throwaway PostgreSQL server on this machine, for the tests, the crash test and the bench: `initdb` makes a
+/// cluster in a temporary directory, `pg_ctl` starts it listening on a Unix socket in that directory only (no TCP),
+/// and a watchdog process stops it and deletes the directory once the process that started it is gone, however that
+/// process ends. When the process runs as root, the server runs as the `postgres` user (`runuser`), as PostgreSQL
+/// refuses to run as root.
+///
+/// The server's binaries are found with `pg_config --bindir`, else in `/usr/lib/postgresql/*/bin`. A machine without
+/// them gets an error that says what to install, never a skipped test.
+package final class LocalPostgresServer: Sendable {
+    /// The temporary directory: the cluster in `data/`, the socket, the log.
+    package let directory: String
+    /// The superuser the clients log in as (trusted on the socket).
+    package let username = "progression"
+    /// The database created for the clients.
+    package let database = "progression"
+    /// The socket's port number (its file name).
+    package let port = 5432
+    private let bin: String
+    private let runAs: [String]
+
+    /// The socket file.
+    package var socketPath: String { directory + "/.s.PGSQL.\(port)" }
+
+    /// The URL of a schema of the server's database.
+    package func url(schema: String = "progression") -> String {
+        "postgres://\(username)@/\(database)?host=\(directory)&schema=\(schema)"
+    }
+
+    /// A store configuration for a schema of the server's database.
+    package func configuration(schema: String) -> PostgresTaskStore.Configuration {
+        var configuration = PostgresTaskStore.Configuration(
+            unixSocketPath: socketPath, username: username, database: database)
+        configuration.schema = schema
+        return configuration
+    }
+
+    /// The server of this process, started by the first caller: one per process, shared by its tests (each test uses a
+    /// schema of its own).
+    package static func shared() throws -> LocalPostgresServer {
+        try sharedServer.get()
+    }
+
+    private static let sharedServer = Result { try LocalPostgresServer(durable: false) }
+
+    /// Starts a server.
+    ///
+    /// - Parameter durable: `true` keeps PostgreSQL's durability settings (`fsync=on`, `synchronous_commit=on`), as a
+    ///   benchmark needs; `false` turns fsync off, for tests that kill processes but never the machine.
+    /// - Throws: ``LocalPostgresServer/Failure`` saying what is missing or what failed, with the server's log.
+    package init(durable: Bool) throws {
+        bin = try Self.binaries()
+        var template = Array((NSTemporaryDirectory() + "progression-pg-XXXXXX").utf8CString)
+        guard let made = mkdtemp(&template) else {
+            throw Failure("cannot create a temporary directory: \(String(cString: strerror(errno)))")
+        }
+        directory = String(cString: made)
+        if geteuid() == 0 {
+            guard let account = getpwnam("postgres") else {
+                throw Failure(
+                    "the tests run as root and PostgreSQL refuses to: a 'postgres' user is needed to run the server "
+                        + "(Debian: apt-get install postgresql creates it)")
+            }
+            guard chown(directory, account.pointee.pw_uid, account.pointee.pw_gid) == 0 else {
+                throw Failure("cannot give '\(directory)' to the postgres user: \(String(cString: strerror(errno)))")
+            }
+            runAs = ["/usr/sbin/runuser", "-u", "postgres", "--"]
+        } else {
+            runAs = []
+        }
+        chmod(directory, 0o700)
+        let data = directory + "/data"
+        try run(
+            bin + "/initdb",
+            ["-D", data, "-U", username, "-A", "trust", "-E", "UTF8", "--locale=C", "--no-instructions"]
+                + (durable ? [] : ["--no-sync"]))
+        var settings = [
+            "listen_addresses=''", "unix_socket_directories='\(directory)'", "port=\(port)", "max_connections=300",
+            "shared_buffers=256MB", "max_wal_size=4GB", "logging_collector=off",
+        ]
+        settings += durable ? ["synchronous_commit=on", "fsync=on"] : ["fsync=off", "synchronous_commit=off", "full_page_writes=off"]
+        try run(
+            bin + "/pg_ctl",
+            ["-D", data, "-l", directory + "/server.log", "-w", "-t", "60", "-o", settings.map { "-c " + $0 }.joined(separator: " "), "start"])
+        startWatchdog()
+        try run(bin + "/createdb", ["-h", directory, "-p", "\(port)", "-U", username, database])
+    }
+
+    /// Stops the server now (the watchdog would when this process ends) and deletes its directory.
+    package func stop() {
+        try? run(bin + "/pg_ctl", ["-D", directory + "/data", "-m", "immediate", "-w", "stop"])
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    /// The server's log, for failure messages.
+    package var log: String {
+        (try? String(contentsOfFile: directory + "/server.log", encoding: .utf8)) ?? ""
+    }
+
+    /// A failure to start the server.
+    package struct Failure: Error, CustomStringConvertible {
+        package var description: String
+        init(_ description: String) { self.description = description }
+    }
+
+    /// The folder of `initdb` and `pg_ctl`.
+    private static func binaries() throws -> String {
+        var candidates: [String] = []
+        if let output = try? capture("/bin/sh", ["-c", "pg_config --bindir 2>/dev/null"]) {
+            candidates.append(output.trimmingCharacters(in: .whitespacesAndNewlines))
+        }
+        let versions = (try? FileManager.default.contentsOfDirectory(atPath: "/usr/lib/postgresql")) ?? []
+        candidates += versions.sorted { (Int($0) ?? 0) > (Int($1) ?? 0) }.map { "/usr/lib/postgresql/\($0)/bin" }
+        for candidate in candidates where !candidate.isEmpty {
+            if FileManager.default.isExecutableFile(atPath: candidate + "/initdb"),
+                FileManager.default.isExecutableFile(atPath: candidate + "/pg_ctl")
+            {
+                return candidate
+            }
+        }
+        throw Failure(
+            "the PostgreSQL tests need a PostgreSQL server's programs (initdb, pg_ctl) and none was found "
+                + "(looked in `pg_config --bindir` and /usr/lib/postgresql/*/bin): install them "
+                + "(Debian: apt-get install postgresql; .ci/run does)")
+    }
+
+    /// Runs a server program (as the postgres user when this process is root) and waits for it; throws with its
+    /// output on failure.
+    private func run(_ program: String, _ arguments: [String]) throws {
+        let command = runAs + [program] + arguments
+        // A file, not a pipe: the server that `pg_ctl start` leaves running would hold a pipe open.
+        let outputPath = directory + "/command.out"
+        let pid = try Self.spawn(command, output: outputPath)
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
+        let text = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
+        // WIFEXITED and WEXITSTATUS, which Swift does not import.
+        guard status & 0x7f == 0, (status >> 8) & 0xff == 0 else {
+            throw Failure("\(command.joined(separator: " ")) failed (wait status \(status)):\n\(text)\n\(log)")
+        }
+    }
+
+    /// A detached shell that waits for this process to end, then stops the server and deletes its directory.
+    private func startWatchdog() {
+        let script = """
+            while [ -d /proc/\(getpid()) ]; do sleep 1; done
+            '\(bin)/pg_ctl' -D '\(directory)/data' -m immediate -w stop >/dev/null 2>&1
+            rm -rf '\(directory)'
+            """
+        _ = try? Self.spawn(["/usr/bin/setsid"] + runAs + ["/bin/sh", "-c", script], output: "/dev/null")
+    }
+
+    /// Starts `command` with its output in the file at `output` (created or truncated) and no input. Spawned
+    /// directly rather than through Foundation's `Process`, whose wait never ends when the program leaves a daemon
+    /// behind (`pg_ctl start`).
+    private static func spawn(_ command: [String], output: String) throws -> pid_t {
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, output, O_WRONLY | O_CREAT | O_TRUNC, 0o666)
+        posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        let arguments = command.map { strdup($0) } + [nil]
+        defer { for argument in arguments { free(argument) } }
+        var pid: pid_t = 0
+        let result = posix_spawn(&pid, command[0], &actions, nil, arguments, environ)
+        guard result == 0 else {
+            throw Failure("cannot run \(command[0]): \(String(cString: strerror(result)))")
+        }
+        return pid
+    }
+
+    private static func capture(_ program: String, _ arguments: [String]) throws -> String {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: program)
+        process.arguments = arguments
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return String(decoding: data, as: UTF8.self)
+    }
+}
+#endif

@@ -1,0 +1,462 @@
+#if PostgreSQL
+import Foundation
+import PostgresNIO
+import Progression
+
+extension PostgresTaskStore {
+    // MARK: Identifiers
+
+    package func reserveIdentifiers(_ count: Int) async throws -> Range<Int64> {
+        precondition(count > 0, "reserve at least one identifier")
+        return try await write { connection in
+            // A sequence hands out one value at a time; the lock makes `count` of them consecutive.
+            try await connection.query(
+                PostgresQuery(
+                    unsafeSQL: "SELECT pg_advisory_xact_lock(hashtext($1))",
+                    binds: bindings("progression.identifiers." + names.schema)),
+                logger: logger)
+            let last = try await rows(
+                "SELECT setval('\(names.rootIdentifiers)', nextval('\(names.rootIdentifiers)') + $1 - 1)",
+                bindings(Int64(count)), connection: connection
+            ) { try $0.decode(Int64.self) }.first ?? 0
+            return (last - Int64(count) + 1)..<(last + 1)
+        }
+    }
+
+    // MARK: The writer's batches
+
+    package func insert(_ tasks: [TaskRecord], events: [TaskEvent]) async throws {
+        try await write { connection in
+            if !tasks.isEmpty {
+                try await connection.query(
+                    PostgresQuery(unsafeSQL: insertSQL(onConflict: ""), binds: try columnArrays(tasks)), logger: logger)
+            }
+            try await insertEvents(events, connection: connection)
+            try await connection.query(PostgresQuery(unsafeSQL: names.notify), logger: logger)
+        }
+    }
+
+    /// The statement inserting one row per element of the column arrays.
+    func insertSQL(onConflict: String) -> String {
+        let sources = Self.columnTypes.enumerated().map { "$\($0.offset + 1)::\($0.element)[]" }
+        return """
+            INSERT INTO \(names.tasks) (\(Self.columns))
+            SELECT * FROM unnest(\(sources.joined(separator: ", ")))\(onConflict)
+            """
+    }
+
+    package func apply(_ batch: TaskBatch) async throws -> TaskBatchResult {
+        guard !batch.isEmpty else { return TaskBatchResult() }
+        return try await write { connection in
+            let result = try await apply(batch, connection: connection)
+            try await connection.query(PostgresQuery(unsafeSQL: names.notify), logger: logger)
+            return result
+        }
+    }
+
+    /// Writes a batch in the open transaction. With an owner, the trees of roots that another owner holds (or that
+    /// are gone) are left alone (fencing): the roots of the batch are locked in id order and read first, so a root's
+    /// row is written only while it has the owner, a subtask's only while its root has, and no claim can take them
+    /// before the commit. Their ids come back as rejected, and their events are not written.
+    func apply(_ batch: TaskBatch, connection: PostgresConnection) async throws -> TaskBatchResult {
+        var rejected: [String] = []
+        var conflicting: [String] = []
+        var rejectedRoots: Set<String> = []
+        if let owner = batch.owner {
+            let inserted = Set(batch.inserts.lazy.filter(\.isRoot).map(\.id))
+            var roots: Set<String> = []
+            for record in batch.inserts where !record.isRoot && !inserted.contains(record.rootID) {
+                roots.insert(record.rootID)
+            }
+            for update in batch.updates where !inserted.contains(update.record.rootID) {
+                roots.insert(update.record.rootID)
+            }
+            if !roots.isEmpty {
+                let sorted = roots.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+                let holders = try await rows(
+                    """
+                    SELECT id, owner_id FROM \(names.tasks) WHERE id = ANY($1::text[]) AND parent_id IS NULL
+                    ORDER BY id FOR NO KEY UPDATE
+                    """, bindings(sorted), connection: connection
+                ) { try $0.decode((String, String?).self) }
+                let held = Set(holders.filter { $0.1 == owner }.map(\.0))
+                rejectedRoots = roots.subtracting(held)
+            }
+        }
+        if !batch.inserts.isEmpty {
+            var inserts: [TaskRecord] = []
+            for record in batch.inserts {
+                if rejectedRoots.contains(record.rootID) {
+                    rejected.append(record.id)
+                } else {
+                    inserts.append(record)
+                }
+            }
+            if !inserts.isEmpty {
+                let written = Set(
+                    try await rows(
+                        insertSQL(onConflict: " ON CONFLICT DO NOTHING RETURNING id"), try columnArrays(inserts),
+                        connection: connection
+                    ) { try $0.decode(String.self) })
+                // A row whose identity exists is left as it is; so is a second row of the batch with the same one.
+                var seen: Set<String> = []
+                for record in inserts where !written.contains(record.id) || !seen.insert(record.id).inserted {
+                    conflicting.append(record.id)
+                }
+            }
+        }
+        // Updates in runs where each id appears once (an UPDATE … FROM writes a row once), each run by column set.
+        var run: [TaskUpdate] = []
+        var runIDs: Set<String> = []
+        func flushRun() async throws {
+            guard !run.isEmpty else { return }
+            var groups: [UInt32: [TaskUpdate]] = [:]
+            var order: [UInt32] = []
+            for update in run {
+                if groups[update.columns.rawValue] == nil { order.append(update.columns.rawValue) }
+                groups[update.columns.rawValue, default: []].append(update)
+            }
+            for key in order {
+                let updates = groups[key]!
+                let columns = TaskColumns(rawValue: key)
+                guard !columns.isEmpty else {
+                    // Nothing to write: the row must exist all the same.
+                    let found = Set(
+                        try await rows(
+                            "SELECT id FROM \(names.tasks) WHERE id = ANY($1::text[])",
+                            bindings(updates.map(\.record.id)), connection: connection
+                        ) { try $0.decode(String.self) })
+                    rejected += updates.map(\.record.id).filter { !found.contains($0) }
+                    continue
+                }
+                let changed = Set(
+                    try await rows(updateSQL(columns), try updateArrays(updates, columns: columns), connection: connection) {
+                        try $0.decode(String.self)
+                    })
+                rejected += updates.map(\.record.id).filter { !changed.contains($0) }
+            }
+            run.removeAll(keepingCapacity: true)
+            runIDs.removeAll(keepingCapacity: true)
+        }
+        for update in batch.updates {
+            if rejectedRoots.contains(update.record.rootID) {
+                rejected.append(update.record.id)
+                continue
+            }
+            if !runIDs.insert(update.record.id).inserted {
+                try await flushRun()
+                runIDs.insert(update.record.id)
+            }
+            run.append(update)
+        }
+        try await flushRun()
+        if rejected.isEmpty && conflicting.isEmpty {
+            try await insertEvents(batch.events, connection: connection)
+        } else {
+            let skipped = Set(rejected + conflicting)
+            try await insertEvents(batch.events.filter { !skipped.contains($0.taskID) }, connection: connection)
+        }
+        // Rejections in the order of the batch, as the SQLite store reports them.
+        let position = Dictionary(
+            (batch.inserts.map(\.id) + batch.updates.map(\.record.id)).enumerated().map { ($0.element, $0.offset) },
+            uniquingKeysWith: { first, _ in first })
+        rejected.sort { (position[$0] ?? 0) < (position[$1] ?? 0) }
+        return TaskBatchResult(rejectedTaskIDs: rejected, conflictingTaskIDs: conflicting)
+    }
+
+    // MARK: Lifecycle changes
+
+    package func change(_ request: TaskChangeRequest) async throws -> TaskChangeResult {
+        let location = location
+        // The lifecycle's refusal is the caller's to see as it is, not as a store error.
+        let outcome: Result<TaskChangeResult, ProgressionError> = try await write { connection in
+            let nodes = try await subtree(of: request.taskID, connection: connection, lock: true)
+            guard let before = nodes.first else {
+                throw TaskStoreError(.notFound, path: location, message: "no task with id '\(request.taskID)'")
+            }
+            var after = before
+            let event: TaskEvent?
+            do {
+                event = try request.applied(to: &after, path: location)
+            } catch let error as ProgressionError {
+                return .failure(error)
+            }
+            if case .remove = request.transition {
+                try await delete(nodes, connection: connection)
+                try await connection.query(PostgresQuery(unsafeSQL: names.notify), logger: logger)
+                return .success(TaskChangeResult(before: before, after: nil, deleted: nodes.count))
+            }
+            var updates = [TaskUpdate(after, columns: TaskColumns.changed(from: before, to: after))]
+            var cascaded = 0
+            if case .cancel = request.transition {
+                // Descendants end with it; their cancellation is implied by this one event.
+                for var node in nodes.dropFirst() where !node.status.isFinished {
+                    let old = node
+                    try TaskLifecycle.apply(.cancel, to: &node, now: request.at, by: .system)
+                    updates.append(TaskUpdate(node, columns: TaskColumns.changed(from: old, to: node)))
+                    cascaded += 1
+                }
+            }
+            _ = try await apply(TaskBatch(updates: updates, events: event.map { [$0] } ?? []), connection: connection)
+            try await connection.query(PostgresQuery(unsafeSQL: names.notify), logger: logger)
+            return .success(TaskChangeResult(before: before, after: after, cascaded: cascaded))
+        }
+        return try outcome.get()
+    }
+
+    /// Deletes nodes (a subtree in tree order) and their history.
+    private func delete(_ nodes: [TaskRecord], connection: PostgresConnection) async throws {
+        guard let top = nodes.first else { return }
+        if top.isRoot {
+            try await connection.query(
+                PostgresQuery(unsafeSQL: "DELETE FROM \(names.events) WHERE root_id = $1", binds: bindings(top.id)),
+                logger: logger)
+            try await connection.query(
+                PostgresQuery(
+                    unsafeSQL: "DELETE FROM \(names.tasks) WHERE root_id = $1 AND parent_id IS NOT NULL",
+                    binds: bindings(top.id)), logger: logger)
+            try await connection.query(
+                PostgresQuery(unsafeSQL: "DELETE FROM \(names.tasks) WHERE id = $1", binds: bindings(top.id)),
+                logger: logger)
+        } else {
+            let ids = nodes.map(\.id)
+            try await connection.query(
+                PostgresQuery(
+                    unsafeSQL: "DELETE FROM \(names.events) WHERE root_id = $1 AND task_id = ANY($2::text[])",
+                    binds: bindings(top.rootID, ids)), logger: logger)
+            try await connection.query(
+                PostgresQuery(unsafeSQL: "DELETE FROM \(names.tasks) WHERE id = ANY($1::text[])", binds: bindings(ids)),
+                logger: logger)
+        }
+    }
+
+    // MARK: Claims and ownership
+
+    package func claimRoots(_ claim: RootClaim) async throws -> [ClaimedRoot] {
+        guard !claim.fromOwners.isEmpty, claim.limit > 0 else { return [] }
+        var parameters = PostgresBindings()
+        parameters.append(claim.newOwner)
+        parameters.append(Int64(claim.limit))
+        var kindCondition = ""
+        if let kinds = claim.kinds {
+            if kinds.isEmpty {
+                kindCondition = " AND kind IS NULL"
+            } else {
+                parameters.append(kinds.sorted())
+                kindCondition = " AND (kind IS NULL OR kind = ANY($\(parameters.count)::text[]))"
+            }
+        }
+        // One branch per owner, each an ordered scan of the unfinished roots' index for that owner (one scan over
+        // every owner would sort them all for each chunk); each locks its rows, skipping those another executor holds
+        // (a branch's rows beyond the chunk stay locked until the commit: a concurrent claim takes others).
+        var branches: [String] = []
+        var seen: Set<String?> = []
+        for owner in claim.fromOwners where seen.insert(owner).inserted {
+            let condition: String
+            if let owner {
+                parameters.append(owner)
+                condition = "owner_id = $\(parameters.count)"
+            } else {
+                condition = "owner_id IS NULL"
+            }
+            branches.append(
+                """
+                owner\(branches.count) AS (
+                  SELECT id, owner_id, priority, created_at FROM \(names.tasks)
+                  WHERE parent_id IS NULL AND finished_at IS NULL AND \(condition)\(kindCondition)
+                  ORDER BY priority DESC, created_at, id LIMIT $2 FOR UPDATE SKIP LOCKED)
+                """)
+        }
+        let location = location
+        let claimed = try await write { connection in
+            // The chunk, then taken by one statement; its owners as they were come back with it. Subtasks are fenced
+            // through their root's owner, so they need no change.
+            try await rows(
+                """
+                WITH \(branches.joined(separator: ",\n")),
+                chunk AS (
+                  SELECT id, owner_id FROM (\(
+                    branches.indices.map { "SELECT * FROM owner\($0)" }.joined(separator: " UNION ALL "))) AS candidates
+                  ORDER BY priority DESC, created_at, id LIMIT $2)
+                UPDATE \(names.tasks) AS t SET owner_id = $1 FROM chunk WHERE t.id = chunk.id
+                RETURNING t.id, t.status, t.kind, t.priority, t.created_at, t.next_attempt_at, chunk.owner_id
+                """, parameters, connection: connection
+            ) { row -> ClaimedRoot in
+                let (id, statusText, kind, priority, createdAt, nextAttemptAt, previousOwner) = try row.decode(
+                    (String, String, String?, Int, Int64, Int64?, String?).self)
+                guard let status = TaskStatus(rawValue: statusText) else {
+                    throw TaskStoreError(
+                        .corrupt, path: location, message: "task '\(id)' cannot be read: unknown status '\(statusText)'")
+                }
+                return ClaimedRoot(
+                    id: id, status: status, kind: kind, priority: priority,
+                    createdAt: Date(storedMilliseconds: createdAt),
+                    nextAttemptAt: nextAttemptAt.map(Date.init(storedMilliseconds:)), previousOwner: previousOwner)
+            }
+        }
+        return claimed.sorted { left, right in
+            if left.priority != right.priority { return left.priority > right.priority }
+            if left.createdAt != right.createdAt { return left.createdAt < right.createdAt }
+            return left.id.utf8.lexicographicallyPrecedes(right.id.utf8)
+        }
+    }
+
+    package func transferTree(
+        of rootID: String, ifStatusIn statuses: Set<TaskStatus>, from owner: String?, to newOwner: String?
+    ) async throws -> Bool {
+        guard !statuses.isEmpty else { return false }
+        return try await write { connection in
+            let changed = try await rows(
+                """
+                UPDATE \(names.tasks) SET owner_id = $1
+                WHERE id = $2 AND parent_id IS NULL AND status = ANY($3::text[]) AND owner_id IS NOT DISTINCT FROM $4
+                RETURNING id
+                """, bindings(newOwner, rootID, statuses.map(\.rawValue).sorted(), owner), connection: connection
+            ) { try $0.decode(String.self) }
+            if !changed.isEmpty {
+                try await connection.query(PostgresQuery(unsafeSQL: names.notify), logger: logger)
+            }
+            return !changed.isEmpty
+        }
+    }
+
+    package func prune(finishedBefore date: Date, statuses: Set<TaskStatus>, dryRun: Bool) async throws -> PruneResult {
+        let finished = statuses.filter(\.isFinished).map(\.rawValue).sorted()
+        guard !finished.isEmpty else { return PruneResult(roots: 0, tasks: 0) }
+        return try await write { connection in
+            // The finished index by status and age: a root finished before `date` was created before it.
+            let cutoff = date.storedMilliseconds
+            let roots = try await rows(
+                """
+                SELECT id FROM \(names.tasks) WHERE parent_id IS NULL AND finished_at IS NOT NULL
+                  AND status = ANY($1::text[]) AND created_at < $2 AND finished_at < $2
+                \(dryRun ? "" : "FOR UPDATE")
+                """, bindings(finished, cutoff), connection: connection
+            ) { try $0.decode(String.self) }
+            guard !roots.isEmpty else { return PruneResult(roots: 0, tasks: 0) }
+            let children = try await rows(
+                "SELECT count(*) FROM \(names.tasks) WHERE root_id = ANY($1::text[]) AND parent_id IS NOT NULL",
+                bindings(roots), connection: connection
+            ) { try $0.decode(Int64.self) }.first ?? 0
+            if !dryRun {
+                try await connection.query(
+                    PostgresQuery(
+                        unsafeSQL: "DELETE FROM \(names.events) WHERE root_id = ANY($1::text[])", binds: bindings(roots)),
+                    logger: logger)
+                try await connection.query(
+                    PostgresQuery(
+                        unsafeSQL: "DELETE FROM \(names.tasks) WHERE root_id = ANY($1::text[]) AND parent_id IS NOT NULL",
+                        binds: bindings(roots)), logger: logger)
+                try await connection.query(
+                    PostgresQuery(unsafeSQL: "DELETE FROM \(names.tasks) WHERE id = ANY($1::text[])", binds: bindings(roots)),
+                    logger: logger)
+                try await connection.query(PostgresQuery(unsafeSQL: names.notify), logger: logger)
+            }
+            return PruneResult(roots: roots.count, tasks: roots.count + Int(children))
+        }
+    }
+
+    // MARK: Owners and control requests
+
+    package func saveOwner(_ owner: OwnerRecord) async throws {
+        try await write { connection in
+            try await connection.query(
+                PostgresQuery(
+                    unsafeSQL: """
+                        INSERT INTO \(names.owners) (id, host, pid, started_at, heartbeat_at, stopped_at)
+                        VALUES ($1, $2, $3, $4, $5, $6)
+                        ON CONFLICT (id) DO UPDATE SET host = excluded.host, pid = excluded.pid,
+                          started_at = excluded.started_at, heartbeat_at = excluded.heartbeat_at,
+                          stopped_at = excluded.stopped_at
+                        """,
+                    binds: bindings(
+                        owner.id, owner.host, owner.pid, owner.startedAt.storedMilliseconds,
+                        owner.heartbeatAt.storedMilliseconds, owner.stoppedAt?.storedMilliseconds)),
+                logger: logger)
+        }
+    }
+
+    package func addControlRequest(_ request: ControlRequest) async throws -> Int64 {
+        try await write { connection in
+            let id = try await rows(
+                """
+                INSERT INTO \(names.controlRequests) (task_id, action, owner_id, requested_at, handled_at, outcome)
+                VALUES ($1, $2, $3, $4, $5, $6) RETURNING id
+                """,
+                bindings(
+                    request.taskID, request.action.rawValue, request.ownerID, request.requestedAt.storedMilliseconds,
+                    request.handledAt?.storedMilliseconds, request.outcome),
+                connection: connection
+            ) { try $0.decode(Int64.self) }.first ?? 0
+            // Wakes the owner on whatever host it runs.
+            try await connection.query(PostgresQuery(unsafeSQL: names.notify), logger: logger)
+            return id
+        }
+    }
+
+    package func completeControlRequest(id: Int64, outcome: String, at date: Date) async throws {
+        try await write { connection in
+            try await connection.query(
+                PostgresQuery(
+                    unsafeSQL: "UPDATE \(names.controlRequests) SET handled_at = $1, outcome = $2 WHERE id = $3",
+                    binds: bindings(date.storedMilliseconds, outcome, id)),
+                logger: logger)
+            try await connection.query(PostgresQuery(unsafeSQL: names.notify), logger: logger)
+        }
+    }
+
+    // MARK: Job kinds
+
+    package func saveKinds(_ kinds: [String: TaskOptions], at date: Date) async throws {
+        guard !kinds.isEmpty else { return }
+        let sorted = kinds.sorted { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }
+        let options = try sorted.map { try encodedOptions($0.value) }
+        try await write { connection in
+            try await connection.query(
+                PostgresQuery(
+                    unsafeSQL: """
+                        INSERT INTO \(names.jobKinds) (name, options, updated_at)
+                        SELECT name, options, $3 FROM unnest($1::text[], $2::text[]) AS k(name, options)
+                        ON CONFLICT (name) DO UPDATE SET options = excluded.options, updated_at = excluded.updated_at
+                        """, binds: bindings(sorted.map(\.key), options, date.storedMilliseconds)),
+                logger: logger)
+        }
+    }
+
+    package func registeredKinds() async throws -> [String: TaskOptions] {
+        let stored = try await read { connection in
+            try await self.rows("SELECT name, options FROM \(names.jobKinds) ORDER BY name", connection: connection) {
+                try $0.decode((String, String).self)
+            }
+        }
+        var kinds: [String: TaskOptions] = [:]
+        for (name, options) in stored {
+            do {
+                kinds[name] = try decoder.decode(TaskOptions.self, from: Data(options.utf8))
+            } catch {
+                throw TaskStoreError(
+                    .corrupt, path: location, message: "job kind '\(name)' cannot be read: its options do not decode")
+            }
+        }
+        return kinds
+    }
+
+    // MARK: Maintenance
+
+    package func maintain(_ work: StoreMaintenance) async throws {
+        switch work {
+        case .passiveCheckpoint, .truncatingCheckpoint:
+            // The server checkpoints its own log.
+            return
+        case .vacuum:
+            let tables = [names.tasks, names.events, names.controlRequests, names.owners]
+            let logger = logger
+            try await read { (connection: PostgresConnection) -> Void in
+                for table in tables {
+                    try await connection.query(PostgresQuery(unsafeSQL: "VACUUM (ANALYZE) \(table)"), logger: logger)
+                }
+            }
+        }
+    }
+}
+#endif
