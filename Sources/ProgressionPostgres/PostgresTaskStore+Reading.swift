@@ -257,6 +257,27 @@ extension PostgresTaskStore {
         return changes.counter
     }
 
+    /// Checks what the schema's constraints cannot: every subtask's root and parent exist, and every event's task.
+    /// Returns one line per problem, `["ok"]` when there is none (as SQLite's `PRAGMA integrity_check`).
+    public func integrityCheck() async throws -> [String] {
+        try await read { connection in
+            let checks = [
+                ("subtasks whose root is missing",
+                 "SELECT count(*) FROM \(names.tasks) c WHERE c.parent_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM \(names.tasks) r WHERE r.id = c.root_id AND r.parent_id IS NULL)"),
+                ("subtasks whose parent is missing",
+                 "SELECT count(*) FROM \(names.tasks) c WHERE c.parent_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM \(names.tasks) p WHERE p.id = c.parent_id)"),
+                ("events whose task is missing",
+                 "SELECT count(*) FROM \(names.events) e WHERE NOT EXISTS (SELECT 1 FROM \(names.tasks) t WHERE t.id = e.task_id)"),
+            ]
+            var problems: [String] = []
+            for (what, sql) in checks {
+                let count = try await rows(sql, connection: connection) { try $0.decode(Int64.self) }.first ?? 0
+                if count > 0 { problems.append("\(count) \(what)") }
+            }
+            return problems.isEmpty ? ["ok"] : problems
+        }
+    }
+
     /// The migrations recorded in the schema, in order.
     public func schemaVersion() async throws -> [String] {
         try await read { connection in

@@ -5,7 +5,7 @@ import Progression
 /// Options every command takes: which database, how long to wait for its lock, and JSON output.
 struct GlobalOptions: ParsableArguments {
     /// The database file.
-    @Option(name: .long, help: ArgumentHelp("The database file (default: $PROGRESSION_DB, else the library's default).", valueName: "path"))
+    @Option(name: .long, help: ArgumentHelp("The database file, or a postgres://user@host:port/db?schema=name URL (default: $PROGRESSION_DB, else the library's default).", valueName: "path|url"))
     var db: String?
 
     /// Print one JSON document instead of text.
@@ -23,8 +23,9 @@ struct GlobalOptions: ParsableArguments {
     }
 
     /// Opens the existing database; never creates it. `readOnly` for commands that only read.
-    func openStore(readOnly: Bool) throws -> SQLiteTaskStore {
+    func openStore(readOnly: Bool) throws -> OperatorStore {
         let path = databasePath
+        if DatabaseURL.isPostgres(path) { return try DatabaseURL.openPostgres(path, readOnly: readOnly) }
         var isDirectory: ObjCBool = false
         // A dangling symbolic link goes on to the store, which says so.
         let isLink = (try? FileManager.default.destinationOfSymbolicLink(atPath: path)) != nil
@@ -38,7 +39,7 @@ struct GlobalOptions: ParsableArguments {
         configuration.readOnly = readOnly
         configuration.busyTimeout = .milliseconds(busyTimeout)
         do {
-            return try SQLiteTaskStore(path: path, configuration: configuration)
+            return OperatorStore(sqlite: try SQLiteTaskStore(path: path, configuration: configuration))
         } catch let error as TaskStoreError {
             throw CLIError(store: error)
         }

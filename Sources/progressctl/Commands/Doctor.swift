@@ -65,7 +65,7 @@ extension Progressctl {
             let alive = Set(ownerReports.filter(\.alive).map(\.id))
             let orphaned = heldBy.filter { !alive.contains($0.key) }.values.reduce(0, +)
             let report = DoctorJSON(
-                path: store.path, integrity: integrity, integrityOK: integrity == ["ok"], schemaMigrations: schema,
+                path: store.location, integrity: integrity, integrityOK: integrity == ["ok"], schemaMigrations: schema,
                 owners: ownerReports, tasksHeldByDeadOwners: orphaned)
             if options.json {
                 try JSONOutput.print(report)
@@ -87,7 +87,7 @@ extension Progressctl {
                 }
                 Terminal.output("tasks held by dead owners: \(orphaned)")
             }
-            if !report.integrityOK { throw CLIError("the integrity check found problems in '\(store.path)'") }
+            if !report.integrityOK { throw CLIError("the integrity check found problems in '\(store.location)'") }
         }
     }
 }

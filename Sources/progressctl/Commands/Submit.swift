@@ -92,7 +92,7 @@ extension Progressctl {
         /// The kind's registered options with what the command line gives over them. When no executor of this
         /// database registered the kind yet, the given fields are marked so that the executor that runs the job fills
         /// in the others from its kind.
-        private func options(for store: SQLiteTaskStore) async throws -> TaskOptions {
+        private func options(for store: OperatorStore) async throws -> TaskOptions {
             var given: Set<TaskOptions.Field> = []
             let registered = try await store.checked { try await $0.registeredKinds() }[kind]
             var options = registered ?? .default

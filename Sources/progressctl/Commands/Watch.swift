@@ -49,7 +49,7 @@ extension Progressctl {
         func run() async throws {
             guard interval > 0, interval.isFinite else { throw CLIError.usage("--interval must be more than 0 seconds") }
             let store = try options.openStore(readOnly: true)
-            let database = try DatabaseFileIdentity(path: options.databasePath)
+            let database = store.isFile ? try DatabaseFileIdentity(path: options.databasePath) : nil
             var taskID: String?
             if let id { taskID = try await store.resolveTask(id).id }
             let dashboard = Terminal.isInteractive && !options.json

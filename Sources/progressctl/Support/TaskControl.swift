@@ -5,7 +5,7 @@ import Progression
 /// owner holds the task's tree, else directly with one compare-and-set transaction on the status and owner read. Both
 /// ask the library's ``TaskLifecycle`` whether the change is allowed; this file restates none of its rules.
 struct TaskControl {
-    let store: SQLiteTaskStore
+    let store: OperatorStore
     /// How long to wait for a live owner to handle a request.
     let wait: Duration
 

@@ -1,7 +1,7 @@
 import Foundation
 import Progression
 
-extension SQLiteTaskStore {
+extension OperatorStore {
     /// The task a person means by `reference`:
     /// - an exact id (a root, or a subtask such as `8k3fq2xa.17`);
     /// - a unique prefix of a **root's** id (subtasks share their root's prefix, so they are not candidates);

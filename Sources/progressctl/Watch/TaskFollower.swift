@@ -42,7 +42,7 @@ struct TaskFollower {
     /// Reads the store again when it changed since the last call; returns whether it did.
     ///
     /// - Throws: ``CLIError`` when the store fails, or when the task given by id was removed.
-    mutating func refresh(from store: SQLiteTaskStore) async throws -> Bool {
+    mutating func refresh(from store: OperatorStore) async throws -> Bool {
         let change = try await store.checked { try await $0.changeCounter() }
         guard change != lastChange else { return false }
         lastChange = change
@@ -83,7 +83,7 @@ struct TaskFollower {
         return true
     }
 
-    private func read(_ id: String, from store: SQLiteTaskStore) async throws -> [TaskRecord] {
+    private func read(_ id: String, from store: OperatorStore) async throws -> [TaskRecord] {
         if wholeTrees { return try await store.checked { try await $0.tree(of: id) } }
         return try await store.checked { try await $0.task(id: id) }.map { [$0] } ?? []
     }

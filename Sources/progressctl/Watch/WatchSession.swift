@@ -31,8 +31,9 @@ struct WatchSession {
     }
 
     let configuration: Configuration
-    let store: SQLiteTaskStore
-    let database: DatabaseFileIdentity
+    let store: OperatorStore
+    /// The file watched, to notice its deletion; `nil` for a PostgreSQL database.
+    let database: DatabaseFileIdentity?
 
     private enum Event {
         case tick
@@ -76,7 +77,7 @@ struct WatchSession {
                     try handle(signal: number, terminal: terminal)
                     lastFrame = []  // Resized, or back from a stop: draw the whole frame again.
                 }
-                try database.check()
+                try database?.check()
                 let changed = try await follower.refresh(from: store)
                 let now = Date.now
 

@@ -8,12 +8,19 @@ struct DatabaseOptions: ParsableArguments {
     @Option(
         name: .long,
         help: ArgumentHelp(
-            "The SQLite database holding the tasks (default: $PROGRESSION_DB, else $XDG_STATE_HOME/progression/progression.sqlite, else ~/.local/state/progression/progression.sqlite). Created when missing.",
-            valueName: "path"))
+            "The SQLite database holding the tasks, or a postgres://user@host:port/db?schema=name URL (default: $PROGRESSION_DB, else $XDG_STATE_HOME/progression/progression.sqlite, else ~/.local/state/progression/progression.sqlite). Created when missing.",
+            valueName: "path|url"))
     var db: String?
 
     @Option(name: .long, help: ArgumentHelp("At most this many jobs run at once.", valueName: "n"))
     var concurrency: Int = 2
+
+    @Option(
+        name: .customLong("owner-stale-after"),
+        help: ArgumentHelp(
+            "Seconds without a heartbeat after which a service on another host (another $PROGRESSION_HOST) counts as dead and its jobs are taken over.",
+            valueName: "seconds"))
+    var ownerStaleAfter: Double = 15
 
     /// The path in force: `--db`, else the library's default.
     var databasePath: String {
@@ -23,6 +30,9 @@ struct DatabaseOptions: ParsableArguments {
 
     func validate() throws {
         guard concurrency >= 1 else { throw ValidationError("--concurrency must be 1 or more") }
+        guard ownerStaleAfter >= 0.5, ownerStaleAfter <= 86_400 else {
+            throw ValidationError("--owner-stale-after must be between 0.5 and 86400 seconds")
+        }
     }
 
     /// An executor on the database with the demo's job kind registered; its scheduler is not started yet.
@@ -34,7 +44,15 @@ struct DatabaseOptions: ParsableArguments {
         configuration.shutdownGracePeriod = .seconds(5)
         // kill -9 is part of the demo: allow a few more interruptions than the default before calling it a crash loop.
         configuration.maxInterruptions = 20
+        configuration.ownerStaleAfter = .milliseconds(Int64(ownerStaleAfter * 1000))
+        // A few heartbeats within the lease, so one late write does not make the service look dead.
+        configuration.heartbeatInterval = min(.seconds(2), .milliseconds(Int64(ownerStaleAfter * 1000 / 4)))
         let executor: TaskExecutor
+        if DemoDatabase.isPostgres(databasePath) {
+            executor = TaskExecutor(store: try await DemoDatabase.openPostgres(databasePath), configuration: configuration)
+            try ChecksumJob.register(on: executor)
+            return executor
+        }
         do {
             // The default state directories are one user's: 0700 whatever the umask (before the executor would make
             // them with the umask's mode).

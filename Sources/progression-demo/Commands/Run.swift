@@ -57,7 +57,7 @@ extension ProgressionDemo {
             let executor = try await options.makeExecutor()
             try await executor.start()
             let (jobID, existed) = try await JobLookup.submit(input, on: executor)
-            output.line("Database: \(options.databasePath)")
+            output.line("Database: \(DemoDatabase.displayName(options.databasePath))")
             output.line(
                 existed
                     ? "Resuming job \(jobID): an earlier run left it unfinished; files it finished are skipped."

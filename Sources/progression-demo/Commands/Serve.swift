@@ -48,7 +48,7 @@ extension ProgressionDemo {
             logger.info(
                 "serving checksum jobs",
                 metadata: [
-                    "db": "\(options.databasePath)", "concurrency": "\(options.concurrency)",
+                    "db": "\(DemoDatabase.displayName(options.databasePath))", "concurrency": "\(options.concurrency)",
                     "pid": "\(ProcessInfo.processInfo.processIdentifier)",
                 ])
             if let data {
