@@ -1,0 +1,188 @@
+#if PostgreSQL
+import Foundation
+import Logging
+import PostgresNIO
+import Progression
+import Testing
+@testable import ProgressionPostgres
+
+/// What is particular to PostgreSQL: the schema and its migrations, the indexes each query uses, notifications, and
+/// claims of several executors at once.
+struct PostgresSchemaTests {
+    static func schemaName(_ prefix: String) -> String { "\(prefix)_\(UInt32.random(in: 0...UInt32.max))" }
+
+    static func open(_ schema: String, _ change: (inout PostgresTaskStore.Configuration) -> Void = { _ in })
+        async throws -> PostgresTaskStore
+    {
+        var configuration = try LocalPostgresServer.shared().configuration(schema: schema)
+        change(&configuration)
+        return try await PostgresTaskStore(configuration: configuration)
+    }
+
+    /// Runs SQL on the server outside any store (as another application, or an older or newer program, would).
+    static func execute(_ sql: String) async throws -> [PostgresRow] {
+        let store = try await open("scratch")
+        defer { Task { await store.close() } }
+        return try await store.client.query(PostgresQuery(unsafeSQL: sql)).collect()
+    }
+
+    static func count(_ sql: String) async throws -> Int64 {
+        try await execute(sql).first.map { try $0.decode(Int64.self) } ?? -1
+    }
+
+    @Test func aSchemaWithAMigrationThisProgramDoesNotKnowIsRefusedAndLeftUntouched() async throws {
+        let schema = Self.schemaName("newer")
+        let store = try await Self.open(schema)
+        try await store.insert([TaskRecord(id: "kept", name: "kept", createdAt: Date())], events: [])
+        #expect(try await store.schemaVersion() == PostgresMigration.embedded.map(\.identifier))
+        await store.close()
+        _ = try await Self.execute(
+            "INSERT INTO \"\(schema)\".schema_migrations (identifier, checksum, applied_at) VALUES ('9999_future', 'x', 0)")
+        let error = await #expect(throws: TaskStoreError.self) { _ = try await Self.open(schema) }
+        #expect(error?.reason == .schemaTooNew)
+        #expect(error?.description.contains("9999_future") == true)
+        #expect(try await Self.count("SELECT count(*) FROM \"\(schema)\".schema_migrations") == 2)
+        #expect(try await Self.count("SELECT count(*) FROM \"\(schema)\".tasks WHERE id = 'kept'") == 1)
+    }
+
+    @Test func anotherApplicationsSchemaIsRefusedAndLeftUntouched() async throws {
+        let schema = Self.schemaName("foreign")
+        _ = try await Self.execute("CREATE SCHEMA \"\(schema)\"")
+        _ = try await Self.execute("CREATE TABLE \"\(schema)\".tasks (id int)")
+        let error = await #expect(throws: TaskStoreError.self) { _ = try await Self.open(schema) }
+        #expect(error?.reason == .foreignDatabase)
+        #expect(
+            try await Self.count(
+                "SELECT count(*) FROM information_schema.tables WHERE table_schema = '\(schema)'") == 1)
+    }
+
+    @Test func aMissingSchemaIsNotCreatedWhenAskedNotToAndAChangedMigrationIsCaught() async throws {
+        let missing = Self.schemaName("missing")
+        let error = await #expect(throws: TaskStoreError.self) {
+            _ = try await Self.open(missing) { $0.createIfMissing = false }
+        }
+        #expect(error?.reason == .cannotOpen)
+        #expect(try await Self.count("SELECT count(*) FROM pg_namespace WHERE nspname = '\(missing)'") == 0)
+
+        let changed = Self.schemaName("changed")
+        await try Self.open(changed).close()
+        _ = try await Self.execute("UPDATE \"\(changed)\".schema_migrations SET checksum = 'edited'")
+        let corrupt = await #expect(throws: TaskStoreError.self) { _ = try await Self.open(changed) }
+        #expect(corrupt?.reason == .corrupt)
+    }
+
+    @Test func processesOpeningANewSchemaAtOnceMigrateItOnce() async throws {
+        let schema = Self.schemaName("race")
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for _ in 0..<4 {
+                group.addTask { await try Self.open(schema).close() }
+            }
+            try await group.waitForAll()
+        }
+        #expect(
+            try await Self.count("SELECT count(*) FROM \"\(schema)\".schema_migrations")
+                == Int64(PostgresMigration.embedded.count))
+    }
+
+    /// Each index of migrations/postgres serves the query named beside it.
+    @Test(arguments: [
+        ("tasks_roots_unfinished",
+         "SELECT id FROM tasks WHERE parent_id IS NULL AND finished_at IS NULL AND owner_id = 'o' ORDER BY priority DESC, created_at, id LIMIT 10 FOR UPDATE SKIP LOCKED"),
+        ("tasks_roots_unfinished",
+         "SELECT id FROM tasks WHERE parent_id IS NULL AND finished_at IS NULL AND owner_id IS NULL ORDER BY priority DESC, created_at, id LIMIT 10"),
+        ("tasks_roots_finished",
+         "SELECT id FROM tasks WHERE parent_id IS NULL AND finished_at IS NOT NULL AND status = ANY('{completed,failed}'::text[]) AND created_at < 1700002000000 AND finished_at < 1700002000000"),
+        ("tasks_roots_finished",
+         "SELECT id FROM tasks WHERE parent_id IS NULL AND finished_at IS NOT NULL AND status = ANY('{failed}'::text[]) ORDER BY created_at DESC, id DESC LIMIT 50"),
+        ("tasks_roots_by_created",
+         "SELECT id FROM tasks WHERE parent_id IS NULL ORDER BY created_at DESC, id DESC LIMIT 50 OFFSET 0"),
+        ("tasks_children_by_root", "SELECT id FROM tasks WHERE root_id = 'r' AND parent_id IS NOT NULL"),
+        ("tasks_child_identity", "SELECT id FROM tasks WHERE parent_id = 'p' AND name = 'n' AND occurrence = 0"),
+        ("tasks_idempotency",
+         "SELECT id FROM tasks WHERE kind = 'k' AND idempotency_key = 'x' AND idempotency_key IS NOT NULL"),
+        ("tasks_pkey", "SELECT id FROM tasks WHERE id >= 'ab' AND id < 'ab' || chr(1114111) ORDER BY id LIMIT 5"),
+        ("events_by_root", "SELECT id FROM events WHERE root_id = 'r' AND id > 0 ORDER BY id ASC LIMIT 64"),
+        ("control_requests_pending",
+         "SELECT id FROM control_requests WHERE handled_at IS NULL AND owner_id = 'o' ORDER BY id"),
+    ])
+    func eachIndexServesItsQuery(index: String, query: String) async throws {
+        let schema = Self.schemaName("plans")
+        let store = try await Self.open(schema)
+        defer { Task { await store.close() } }
+        // A realistic mix, analyzed, so that the planner chooses as it would in service: mostly finished roots of a
+        // few statuses, unfinished ones of a few owners (and unowned), trees, history, requests.
+        let t0 = Date(timeIntervalSince1970: 1_700_000_000)
+        var records: [TaskRecord] = []
+        var events: [TaskEvent] = []
+        for index in 0..<3000 {
+            let finished = index % 3 != 0
+            let status: TaskStatus = finished ? (index % 7 == 0 ? .failed : .completed) : (index % 2 == 0 ? .pending : .running)
+            let created = t0.addingTimeInterval(Double(index))
+            let root = TaskRecord(
+                id: String(format: "root%05d", index), name: "job \(index)", kind: "k",
+                idempotencyKey: index % 5 == 0 ? "key\(index)" : nil, status: status,
+                ownerID: index % 4 == 0 ? nil : "o\(index % 6)", createdAt: created,
+                finishedAt: finished ? created.addingTimeInterval(1) : nil)
+            records.append(root)
+            for child in 0..<2 where index % 6 == 0 {
+                records.append(
+                    TaskRecord(
+                        id: root.id + ".\(child)", parentID: root.id, rootID: root.id, name: "step \(child)",
+                        status: status, createdAt: created, finishedAt: root.finishedAt))
+            }
+            events.append(TaskEvent(taskID: root.id, rootID: root.id, kind: .created, at: created, attempt: 1))
+        }
+        try await store.insert(records, events: events)
+        for index in 0..<200 {
+            let id = try await store.addControlRequest(
+                ControlRequest(taskID: "root00000", action: .pause, ownerID: "o\(index % 6)", requestedAt: t0))
+            if index % 10 != 0 { try await store.completeControlRequest(id: id, outcome: "applied", at: t0) }
+        }
+        _ = try await store.client.query(PostgresQuery(unsafeSQL: "ANALYZE \"\(schema)\".tasks"))
+        _ = try await store.client.query(PostgresQuery(unsafeSQL: "ANALYZE \"\(schema)\".events"))
+        _ = try await store.client.query(PostgresQuery(unsafeSQL: "ANALYZE \"\(schema)\".control_requests"))
+        let plan = try await store.queryPlan(query)
+        #expect(plan.contains { $0.contains(index) }, "\(plan.joined(separator: "\n"))")
+    }
+
+    @Test func aControlRequestWakesAnotherStoreThroughNotifyNotThePoll() async throws {
+        let schema = Self.schemaName("notify")
+        let writer = try await Self.open(schema)
+        let listener = try await Self.open(schema) { $0.changePollInterval = .seconds(3600) }
+        defer { Task { await writer.close(); await listener.close() } }
+        let before = try await listener.changeCounter()
+        let start = ContinuousClock.now
+        _ = try await writer.addControlRequest(
+            ControlRequest(taskID: "t", action: .pause, ownerID: "o", requestedAt: Date()))
+        try await poll("the notification", timeout: .seconds(1)) { try await listener.changeCounter() != before }
+        #expect(ContinuousClock.now - start < .seconds(1))
+    }
+
+    @Test func executorsClaimingAtOnceTakeDisjointRootsByPriorityThenAge() async throws {
+        let schema = Self.schemaName("claims")
+        let first = try await Self.open(schema)
+        let second = try await Self.open(schema)
+        defer { Task { await first.close(); await second.close() } }
+        let t0 = Date(timeIntervalSince1970: 1_700_000_000)
+        let roots = (0..<300).map { index in
+            TaskRecord(
+                id: String(format: "r%03d", index), name: "r", kind: "job", priority: index < 20 ? 5 : 0,
+                createdAt: t0.addingTimeInterval(Double(index)))
+        }
+        try await first.insert(roots, events: [])
+        async let a = first.claimRoots(RootClaim(fromOwners: [nil], kinds: ["job"], newOwner: "a", limit: 120))
+        async let b = second.claimRoots(RootClaim(fromOwners: [nil], kinds: ["job"], newOwner: "b", limit: 120))
+        let (claimedA, claimedB) = try await (a, b)
+        #expect(Set(claimedA.map(\.id)).isDisjoint(with: claimedB.map(\.id)))
+        #expect(claimedA.count + claimedB.count == 240)
+        // Each took its chunk by priority then age.
+        for claimed in [claimedA, claimedB] {
+            let order = claimed.map { ($0.priority, $0.createdAt) }
+            #expect(zip(order, order.dropFirst()).allSatisfy { $0.0 > $1.0 || ($0.0 == $1.0 && $0.1 <= $1.1) })
+        }
+        #expect(Set((claimedA + claimedB).map(\.id)).isSuperset(of: roots.prefix(20).map(\.id)))
+        let rest = try await first.claimRoots(RootClaim(fromOwners: [nil], kinds: nil, newOwner: "c", limit: 1000))
+        #expect(rest.count == 60)
+    }
+}
+#endif
