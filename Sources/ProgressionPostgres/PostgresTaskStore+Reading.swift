@@ -310,3 +310,19 @@ extension PostgresTaskStore {
     }
 }
 #endif
+
+#if PostgreSQL
+extension PostgresTaskStore {
+    /// How many unfinished roots `owner` holds (the unfinished roots' index by owner): for tools that watch a
+    /// recovery.
+    package func countUnfinishedRoots(heldBy owner: String) async throws -> Int {
+        try await read { connection in
+            Int(
+                try await rows(
+                    "SELECT count(*) FROM \(names.tasks) WHERE parent_id IS NULL AND finished_at IS NULL AND owner_id = $1",
+                    bindings(owner), connection: connection
+                ) { try $0.decode(Int64.self) }.first ?? 0)
+        }
+    }
+}
+#endif

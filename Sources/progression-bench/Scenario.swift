@@ -11,7 +11,18 @@ struct Scenario: Sendable {
     }
 
     /// Every scenario, in the order they run: the report ratios first, while the machine is freshest.
-    static let all: [Scenario] = [
+    static let all: [Scenario] = everyScenario
+
+    private static var everyScenario: [Scenario] {
+        var scenarios = sqliteScenarios
+        #if PostgreSQL
+        // Only with the PostgreSQL trait: a server started by the bench on this machine.
+        scenarios.append(PostgresThroughput.scenario)
+        #endif
+        return scenarios
+    }
+
+    private static let sqliteScenarios: [Scenario] = [
         ReportThroughput.oneTask,
         ReportThroughput.manyTasks,
         StreamConsumerLag.scenario,

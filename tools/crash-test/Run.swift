@@ -21,12 +21,14 @@ extension CrashTest {
         @Option(help: "Longest life of a worker before it is killed, in milliseconds.") var maxLife = 700
         @Option(help: "Keep the database and ledger in this directory (default: a temporary one, removed).")
         var directory: String?
+        @Flag(help: "Run against a PostgreSQL server started for the test on this machine, not a SQLite file.")
+        var postgres = false
 
         func run() async throws {
             let directory = directory ?? (NSTemporaryDirectory() + "progression-crash-\(UUID().uuidString)")
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
             defer { if self.directory == nil { try? FileManager.default.removeItem(atPath: directory) } }
-            let db = directory + "/crash.sqlite"
+            let db = postgres ? try CrashDatabase.startPostgres() : directory + "/crash.sqlite"
             let ledger = Ledger(path: directory + "/ledger.txt")
             let arguments = [
                 "worker", "--db", db, "--ledger", ledger.path, "--submit-batch", String(jobs), "--exit-when-idle",
@@ -88,7 +90,7 @@ extension CrashTest {
         /// Reads the database and the ledger and checks every promise.
         func check(db: String, ledger: Ledger, killed: Int) async throws -> Report {
             var violations: [String] = []
-            let store = try SQLiteTaskStore(path: db)
+            let (store, integrityCheck) = try await CrashDatabase.open(db)
             let roots = try await store.roots(TaskQuery(kind: "batch", limit: 100_000))
             let completed = roots.filter { $0.status == .completed }.count
             let lost = jobs - roots.count
@@ -97,7 +99,7 @@ extension CrashTest {
                 violations.append("\(root.id) ended \(root.status): \(root.errorDescription ?? "")")
             }
             let interrupted = roots.reduce(0) { $0 + $1.interruptions }
-            let integrity = try await store.integrityCheck()
+            let integrity = try await integrityCheck()
             if integrity != ["ok"] { violations.append("integrity_check: \(integrity.joined(separator: "; "))") }
 
             // The ledger: per step, the begins before and after its committed completion; per loop, iterations that
@@ -146,7 +148,7 @@ extension CrashTest {
                 "crash-test: kills=\(killed) jobs=\(jobs) completed=\(completed) lost=\(max(0, lost)) "
                 + "steps_rerun_after_commit=\(rerunAfterCommit) steps_rerun_uncommitted=\(rerunUncommitted) "
                 + "checkpoint_regressions=\(regressions) loops_resumed=\(resumes) interruptions=\(interrupted) "
-                + "integrity=\(integrity == ["ok"] ? "ok" : "FAILED")"
+                + "integrity=\(integrity == ["ok"] ? "ok" : "FAILED")\(postgres ? " database=postgresql" : "")"
             return Report(line: line, violations: violations)
         }
     }

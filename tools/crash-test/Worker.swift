@@ -26,7 +26,7 @@ extension CrashTest {
     struct Worker: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Run a batch of jobs (the process the crash test kills).")
 
-        @Option(help: "The SQLite database.") var db: String
+        @Option(help: "The SQLite database, or a postgres:// URL.") var db: String
         @Option(help: "The side-effect ledger file.") var ledger: String
         @Option(help: "Submit this many batch jobs (idempotent: batch-0, batch-1, …).") var submitBatch = 0
         @Option(help: "Iterations of each batch job's checkpointed loop.") var iterations = 20
@@ -46,7 +46,7 @@ extension CrashTest {
             configuration.maxConcurrentTasks = concurrency
             configuration.maxInterruptions = maxInterruptions
             configuration.shutdownGracePeriod = .seconds(5)
-            let executor = try TaskExecutor(path: db, configuration: configuration)
+            let executor = try await CrashDatabase.executor(db: db, configuration: configuration)
             let ledger = Ledger(path: ledger)
             try Self.register(on: executor, ledger: ledger)
             try await executor.start()
