@@ -330,7 +330,7 @@ extension PostgresTaskStore {
                 """
                 SELECT id FROM \(names.tasks) WHERE parent_id IS NULL AND finished_at IS NOT NULL
                   AND status = ANY($1::text[]) AND created_at < $2 AND finished_at < $2
-                \(dryRun ? "" : "FOR UPDATE")
+                \(dryRun ? "" : "ORDER BY id FOR UPDATE")
                 """, bindings(finished, cutoff), connection: connection
             ) { try $0.decode(String.self) }
             guard !roots.isEmpty else { return PruneResult(roots: 0, tasks: 0) }
