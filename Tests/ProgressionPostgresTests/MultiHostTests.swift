@@ -58,12 +58,16 @@ struct MultiHostTests {
         return records.map(\.id)
     }
 
-    static func serve(_ database: Database, host: String, concurrency: Int, in scratch: ScratchDirectory) throws -> HostProcess {
+    /// A demo service as `host`; with `backlog`, it claims at most that many jobs ahead of its free slots, leaving
+    /// the rest to the other host.
+    static func serve(
+        _ database: Database, host: String, concurrency: Int, backlog: Int = 100_000, in scratch: ScratchDirectory
+    ) throws -> HostProcess {
         try HostProcess(
             "progression-demo",
             [
                 "serve", "--db", database.url, "--concurrency", "\(concurrency)", "--owner-stale-after",
-                "\(staleAfter)", "--log-level", "info",
+                "\(staleAfter)", "--claim-backlog", "\(backlog)", "--log-level", "info",
             ], host: host, in: scratch.url)
     }
 
@@ -72,14 +76,15 @@ struct MultiHostTests {
         defer { scratch.cleanUp() }
         let database = try await Database()
         let directories = try Self.makeData(200, files: 2, in: scratch)
-        let a = try Self.serve(database, host: "host-a", concurrency: 4, in: scratch)
-        let b = try Self.serve(database, host: "host-b", concurrency: 4, in: scratch)
+        // Each host claims at most 16 jobs ahead of its 4 slots, so neither takes the whole batch at once.
+        let a = try Self.serve(database, host: "host-a", concurrency: 4, backlog: 16, in: scratch)
+        let b = try Self.serve(database, host: "host-b", concurrency: 4, backlog: 16, in: scratch)
         defer { Task { await a.terminate(); await b.terminate() } }
         try await poll("both hosts to start") {
             a.output.contains("serving checksum jobs") && b.output.contains("serving checksum jobs")
         }
-        // Jobs arrive over two seconds, as a service's submissions do: each host claims what is unowned when its
-        // scheduler looks.
+        // Jobs arrive over two seconds, as a service's submissions do: each host claims unowned ones when its
+        // scheduler looks, up to its backlog.
         var ids: [String] = []
         for wave in stride(from: 0, to: directories.count, by: 10) {
             ids += try await Self.submit(Array(directories[wave..<(wave + 10)]), delayMilliseconds: 0, to: database.store)
