@@ -50,6 +50,13 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // What the tests and the fault-injection suite share: a store that fails on purpose, temporary directories,
+        // child processes. Not a product.
+        .target(
+            name: "ProgressionTestSupport",
+            dependencies: ["Progression"],
+            swiftSettings: swiftSettings
+        ),
         // The operator's command-line tool.
         .executableTarget(
             name: "progressctl",
@@ -100,7 +107,10 @@ let package = Package(
         ),
         .testTarget(
             name: "ProgressionTests",
-            dependencies: ["Progression", "ProgressionSQLite", "progression-crash-test"],
+            dependencies: [
+                "Progression", "ProgressionSQLite", "ProgressionTestSupport", "progression-crash-test",
+                .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: swiftSettings
         ),
         // Runs the built progressctl binary as a child process; depending on it makes `swift test` build it.

@@ -22,6 +22,8 @@ final class ExecutionEngine: Sendable {
     let publisher = GraphPublisher()
     /// Whether a storage failure was logged since writes last succeeded (logged once per outage).
     let storageOutage = StorageOutage()
+    /// How many background loops run now (0 once a shutdown returned).
+    let runningLoops = Atomic<Int>(0)
 
     private let writerWake: AsyncStream<Void>.Continuation
     let writerSignals: AsyncStream<Void>

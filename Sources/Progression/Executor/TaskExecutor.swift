@@ -125,6 +125,12 @@ public actor TaskExecutor {
         engine.publisher.subscribe(current: engine.state.withLock { $0.graph() })
     }
 
+    /// How many of the executor's background loops run now: 0 before it started and once ``shutdown(gracePeriod:)``
+    /// returned.
+    package nonisolated var runningLoops: Int {
+        engine.runningLoops.load(ordering: .relaxed)
+    }
+
     /// Whether writes reach the store now.
     public nonisolated var storageHealth: StorageHealth {
         engine.state.withLock { $0.storage }
