@@ -16,6 +16,7 @@ let package = Package(
         .library(name: "Progression", targets: ["Progression"]),
         .executable(name: "progressctl", targets: ["progressctl"]),
         .executable(name: "progression-crash-test", targets: ["progression-crash-test"]),
+        .executable(name: "progression-fault-test", targets: ["progression-fault-test"]),
         .executable(name: "progression-bench", targets: ["progression-bench"]),
         .executable(name: "progression-demo", targets: ["progression-demo"]),
     ],
@@ -78,6 +79,18 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "tools/crash-test",
+            swiftSettings: swiftSettings
+        ),
+        // Runs jobs on a store that fails at random (full disk, I/O errors, locks held too long) and checks that
+        // nothing is lost, stuck, failed or redone (run by .ci/run with a fixed seed).
+        .executableTarget(
+            name: "progression-fault-test",
+            dependencies: [
+                "Progression", "ProgressionTestSupport",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "tools/fault-test",
             swiftSettings: swiftSettings
         ),
         // Measures the performance targets side by side in one run (release builds only); not part of `swift test`.

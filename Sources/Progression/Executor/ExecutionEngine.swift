@@ -147,6 +147,24 @@ final class ExecutionEngine: Sendable {
         if wasFailing { logger.notice("storage writes succeed again") }
     }
 
+    /// Runs `body` until it succeeds, waiting with backoff while the store fails transiently (logged once per outage).
+    ///
+    /// - Throws: a final error of the store; `CancellationError` when the calling task is cancelled.
+    func retryingStorage(_ what: String, _ body: () async throws -> Void) async throws {
+        var failures = 0
+        while true {
+            do {
+                try await body()
+                if failures > 0 { noteStorageRecovered() }
+                return
+            } catch let error as TaskStoreError where error.isTransient {
+                Self.noteStorageFailure(error, outage: storageOutage, logger: logger, what: what)
+                failures += 1
+                try await clock.sleep(StoreWriter.backoff(afterFailures: failures))
+            }
+        }
+    }
+
     static func isCancellation(_ error: any Error) -> Bool {
         if error is CancellationError { return true }
         if case ProgressionError.cancelled = error { return true }

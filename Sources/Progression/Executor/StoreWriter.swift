@@ -23,9 +23,10 @@ actor StoreWriter {
         self.engine = engine
     }
 
-    /// The wait before the next try after `failures` failed batches in a row: 50 ms, doubling, at most 5 s.
+    /// The wait before the next try after `failures` failed batches in a row: 25 ms, doubling, at most a second (a
+    /// full disk freed is noticed within a second).
     static func backoff(afterFailures failures: Int) -> Duration {
-        .milliseconds(min(5_000, 50 << min(failures - 1, 7)))
+        .milliseconds(min(1_000, 25 << min(failures - 1, 6)))
     }
 
     /// Writes until the graph closes, then stores what is left (giving up when the store keeps failing).

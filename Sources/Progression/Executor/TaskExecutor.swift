@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import HeapModule
 import Logging
 
 /// Runs hierarchical tasks, reports their progress, and keeps every task in a ``TaskStore``.
@@ -129,6 +130,19 @@ public actor TaskExecutor {
     /// returned.
     package nonisolated var runningLoops: Int {
         engine.runningLoops.load(ordering: .relaxed)
+    }
+
+    /// The executor's inner state in one line, for tools that investigate a stuck run.
+    package nonisolated var diagnostics: String {
+        engine.state.withLock { state in
+            let waiting = state.commitWaiters.map(\.sequence)
+            let phases = Dictionary(grouping: state.roots, by: { "\($0.phase)" }).mapValues(\.count)
+            return "slots \(state.runQueue.running)/\(state.runQueue.maxConcurrent), queued \(state.runQueue.ready.count) "
+                + "(claimed \(state.runQueue.claimedWaiting)), phases \(phases), change \(state.changeSequence), "
+                + "committed \(state.committedSequence), waiters \(waiting.count) (lowest \(waiting.min() ?? -1)), "
+                + "dirty \(state.dirtyNodes.count), events \(state.events.count), timers \(state.timers.earliest.map { "\($0)" } ?? "none"), "
+                + "storage \(state.storage), urgent \(state.urgent)"
+        }
     }
 
     /// Whether writes reach the store now.

@@ -71,3 +71,16 @@ public struct TaskStoreError: Error, Sendable, Hashable, LocalizedError, CustomS
         return "\(summary): \(message)"
     }
 }
+
+extension TaskStoreError {
+    /// Whether the failure is the storage's state rather than the data's or the file's: a full disk, an I/O error, a
+    /// lock held too long, a permission that may be given back. The executor waits and tries again after these; the
+    /// others (a damaged or foreign file, a newer schema, a conflict, bad data) are final.
+    package var isTransient: Bool {
+        switch reason {
+        case .busy, .other, .readOnly, .cannotOpen: true
+        case .notADatabase, .foreignDatabase, .corrupt, .schemaTooNew, .conflict, .constraint, .notFound, .cancelled:
+            false
+        }
+    }
+}
