@@ -39,47 +39,4 @@ extension Progressctl {
         }
     }
 
-    /// Deletes old finished tasks.
-    struct Prune: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(
-            abstract: "Delete finished tasks (with their trees and history) that finished longer ago than a duration.",
-            discussion: """
-                Examples:
-                  progressctl prune --older-than 7d
-                  progressctl prune --older-than 12h --status completed
-                """)
-
-        @OptionGroup var options: GlobalOptions
-
-        @Option(name: .customLong("older-than"), help: ArgumentHelp("Finished longer ago than this (30m, 12h, 7d).", valueName: "duration"))
-        var olderThan: String
-
-        @Option(name: .long, help: ArgumentHelp("Only these finished statuses (repeat, or a comma list; default: completed, failed, cancelled).", valueName: "status"))
-        var status: [String] = []
-
-        /// `prune --json`.
-        struct PruneJSON: Codable {
-            var deleted: Int
-            var finishedBefore: Date
-            var statuses: [String]
-        }
-
-        func run() async throws {
-            let seconds = try InputParsing.seconds(olderThan, option: "--older-than")
-            let statuses = try InputParsing.statuses(status) ?? Set(TaskStatus.allCases.filter(\.isFinished))
-            if let unfinished = statuses.first(where: { !$0.isFinished }) {
-                throw CLIError.usage("prune removes finished tasks only, not \(unfinished) ones")
-            }
-            let store = try options.openStore(readOnly: false)
-            let before = Date().addingTimeInterval(-seconds)
-            let deleted = try await store.checked {
-                try await $0.prune(finishedBefore: before, statuses: statuses, dryRun: false).roots
-            }
-            if options.json {
-                try JSONOutput.print(PruneJSON(deleted: deleted, finishedBefore: before, statuses: statuses.map(\.rawValue).sorted()))
-            } else {
-                Terminal.output("pruned \(deleted) task\(deleted == 1 ? "" : "s") finished before \(Format.time(before))")
-            }
-        }
-    }
 }
