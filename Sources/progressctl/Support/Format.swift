@@ -66,7 +66,7 @@ enum Format {
         return String(format: "%.1f %@", value, units[unit])
     }
 
-    /// Rows as left-aligned columns separated by two spaces; `header` is printed first.
+    /// Rows as left-aligned columns separated by two spaces, without trailing spaces; `header` is printed first.
     ///
     /// Widths are counted in terminal cells (``TerminalWidth``: East Asian wide characters and emoji take two, combining
     /// marks none), so columns line up after names in any script; the colours of ``Terminal/paint(_:_:)`` take no
@@ -79,9 +79,10 @@ enum Format {
             for (index, cell) in row.enumerated() { widths[index] = max(widths[index], cell.visibleWidth) }
         }
         return all.enumerated().map { number, row in
-            let line = row.enumerated().map { index, cell in
+            var line = row.enumerated().map { index, cell in
                 index == row.count - 1 ? cell : cell.rightPadded(to: widths[index])
             }.joined(separator: "  ")
+            while line.last == " " { line.removeLast() }
             return number == 0 ? Terminal.paint(line, .bold) : line
         }
     }

@@ -19,9 +19,11 @@ enum JSONOutput {
         return encoder
     }
 
+    /// Prints `value` as one pretty-printed document; empty arrays and objects as `[]` and `{}`.
     static func print<T: Encodable>(_ value: T) throws {
-        let data = try encoder().encode(value)
-        Terminal.output(String(decoding: data, as: UTF8.self))
+        let text = String(decoding: try encoder().encode(value), as: UTF8.self)
+        // The encoder writes an empty container over three lines. A raw newline is never inside a JSON string.
+        Terminal.output(text.replacing(/\[\n\s*\n\s*\]/, with: "[]").replacing(/\{\n\s*\n\s*\}/, with: "{}"))
     }
 }
 
