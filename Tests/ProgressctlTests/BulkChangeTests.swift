@@ -2,6 +2,8 @@ import Foundation
 import Progression
 import Testing
 
+@testable import progressctl
+
 /// `cancel`, `retry`, `remove`, `pause` and `resume` by filters (issue 14): dry runs, the question on a terminal,
 /// `--yes`, refusals one line each on stderr, and the one-line summary.
 @Suite struct BulkChangeTests {
@@ -234,5 +236,15 @@ import Testing
         #expect(elapsed < .seconds(8), "the requests are awaited together, not one wait each")
         owner.cancel()
         #expect(await owner.value.count == 5)
+    }
+
+    /// Without `--status`, a change by filter chooses what the lifecycle lets the action change (as the README says).
+    @Test func theDefaultStatusesComeFromTheLifecycle() {
+        #expect(TaskControl.statuses(changedBy: .cancel) == [.pending, .running, .paused])
+        #expect(TaskControl.statuses(changedBy: .pause) == [.pending, .running])
+        #expect(TaskControl.statuses(changedBy: .resume) == [.paused])
+        #expect(TaskControl.statuses(changedBy: .retry) == [.failed, .cancelled])
+        #expect(TaskControl.statuses(changedBy: .remove) == Set(TaskStatus.allCases))
+        #expect(TaskControl.statuses(changedBy: .remove).filter(\.isFinished) == Set([.completed, .failed, .cancelled]))
     }
 }
