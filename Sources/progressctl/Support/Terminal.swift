@@ -29,7 +29,7 @@ enum Terminal {
         case never
     }
 
-    /// The mode in force; ``GlobalOptions`` sets it once the command line is parsed.
+    /// The mode in force: `--color`, which `main` sets once the command line is parsed.
     private static let colorMode = Mutex(ColorMode.auto)
 
     /// Sets when to colour (``Progressctl/main()`` calls it with `--color` before the command runs).
