@@ -39,6 +39,7 @@ struct ProgressionDemo: AsyncParsableCommand {
         } catch {
             exit(withError: error)
         }
+        if command is Serve { ignoreBrokenPipes() }
         do {
             if var command = command as? any AsyncParsableCommand {
                 try await command.run()
@@ -54,6 +55,17 @@ struct ProgressionDemo: AsyncParsableCommand {
             if exitCode(for: error) == .success { exit(withError: error) }
             fail(error is any LocalizedError ? error.localizedDescription : message(for: error))
         }
+    }
+
+    /// Lets the service outlive a reader of its output that went away (`serve 2>&1 | tee log`, then Ctrl-C, which
+    /// ends `tee` first): SIGPIPE is ignored, so a write to the closed pipe fails with `EPIPE` instead of killing the
+    /// process, and the service goes on to stop gracefully on SIGINT or SIGTERM. `serve` writes only its log, through
+    /// swift-log's stdio stream, which drops a failed write.
+    ///
+    /// `run` and `generate` keep SIGPIPE's default (they stop, and a killed `run` resumes its job when run again):
+    /// their display writes with `FileHandle.write`, which traps on `EPIPE` in swift-corelibs-foundation.
+    static func ignoreBrokenPipes() {
+        signal(SIGPIPE, SIG_IGN)
     }
 
     /// Writes `message` as one line on stderr and exits with status 1.
