@@ -58,12 +58,12 @@ struct ExecutorFaultTests {
             storedWhenReturned.append(child?.status)
         }
         try await waitUntil("the step to run") { executor.snapshot(of: id)?.children.first?.status == .running }
-        faulty.plan.outage(.diskFull, for: .milliseconds(300))
+        faulty.plan.failNextWrites(3, with: .diskFull)
         release.open()
         let ended = try await executor.finished(id)
         #expect(ended.status == .completed)
         #expect(storedWhenReturned.all == [.completed])
-        #expect(faulty.plan.injected > 0)
+        #expect(faulty.plan.injected == 3)
         await executor.shutdown()
     }
 
