@@ -39,7 +39,7 @@ struct ProgressionDemo: AsyncParsableCommand {
         } catch {
             exit(withError: error)
         }
-        if command is Serve { ignoreBrokenPipes() }
+        ignoreBrokenPipes()
         do {
             if var command = command as? any AsyncParsableCommand {
                 try await command.run()
@@ -57,13 +57,11 @@ struct ProgressionDemo: AsyncParsableCommand {
         }
     }
 
-    /// Lets the service outlive a reader of its output that went away (`serve 2>&1 | tee log`, then Ctrl-C, which
-    /// ends `tee` first): SIGPIPE is ignored, so a write to the closed pipe fails with `EPIPE` instead of killing the
-    /// process, and the service goes on to stop gracefully on SIGINT or SIGTERM. `serve` writes only its log, through
-    /// swift-log's stdio stream, which drops a failed write.
-    ///
-    /// `run` and `generate` keep SIGPIPE's default (they stop, and a killed `run` resumes its job when run again):
-    /// their display writes with `FileHandle.write`, which traps on `EPIPE` in swift-corelibs-foundation.
+    /// Lets the demo outlive a reader of its output that went away (`serve 2>&1 | tee log`, then Ctrl-C, which ends
+    /// `tee` first): SIGPIPE is ignored, so a write to the closed pipe fails with `EPIPE` instead of killing the
+    /// process, and it goes on to stop gracefully on SIGINT or SIGTERM (or, for `run`, to finish its job). `serve`
+    /// writes only its log, through swift-log's stdio stream, which drops a failed write; `run`'s display writes with
+    /// `write(2)` and stops writing on `EPIPE` (``TerminalOutput``).
     static func ignoreBrokenPipes() {
         signal(SIGPIPE, SIG_IGN)
     }
