@@ -67,8 +67,9 @@ struct DiskFullTests {
         let ledger = LedgerFile(path: directory.file("ledger.txt"))
         let worker = try WorkerProcess(
             db: db, ledger: ledger.path,
-            ["--submit-batch", "12", "--iterations", "40", "--delay", "10", "--concurrency", "4", "--exit-when-idle"])
-        try await waitUntil("the jobs to run", timeout: .seconds(60)) { ledger.lines.count > 20 }
+            ["--submit-batch", "12", "--iterations", "300", "--delay", "10", "--concurrency", "4", "--exit-when-idle"])
+        // Long jobs (about 3 s each, 4 at a time): the disk fills up while they run.
+        try await waitUntil("the jobs to run", timeout: .seconds(60)) { ledger.lines.contains { $0.hasPrefix("iter ") } }
         let filler = disk.fill()
         try await waitUntil("the worker to see the full disk", timeout: .seconds(60)) {
             ledger.lines.contains("storage failing")
