@@ -27,6 +27,10 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         // The run queue's heap (already built for swift-service-lifecycle's dependencies).
         .package(url: "https://github.com/apple/swift-collections", from: "1.6.0"),
+        // Counters and timers of the executor, a span per task: the Swift server ecosystem's observability APIs (both
+        // small; no-ops until the application bootstraps a backend).
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-distributed-tracing", from: "1.7.3"),
     ],
     targets: [
         // The system's libsqlite3 (Debian: libsqlite3-dev).
@@ -48,6 +52,8 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "HeapModule", package: "swift-collections"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -96,7 +102,9 @@ let package = Package(
         // Measures the performance targets side by side in one run (release builds only); not part of `swift test`.
         .executableTarget(
             name: "progression-bench",
-            dependencies: ["Progression", "ProgressionSQLite", "CSQLite"],
+            dependencies: [
+                "Progression", "ProgressionSQLite", "CSQLite", .product(name: "Logging", package: "swift-log"),
+            ],
             path: "Sources/progression-bench",
             swiftSettings: swiftSettings
         ),
@@ -123,6 +131,9 @@ let package = Package(
             dependencies: [
                 "Progression", "ProgressionSQLite", "ProgressionTestSupport", "progression-crash-test",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "MetricsTestKit", package: "swift-metrics"),
+                .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
             ],
             swiftSettings: swiftSettings
         ),

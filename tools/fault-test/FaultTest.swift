@@ -35,6 +35,12 @@ struct FaultTest: AsyncParsableCommand {
     }
 
     func run() async throws {
+        // The executors' logs go to stderr (warnings only, unless --verbose): stdout is the result line.
+        LoggingSystem.bootstrap { [verbose] label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = verbose ? .info : .critical
+            return handler
+        }
         let directory = NSTemporaryDirectory() + "progression-fault-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -112,9 +118,7 @@ struct FaultTest: AsyncParsableCommand {
         configuration.recoveryInterval = .milliseconds(100)
         configuration.shutdownGracePeriod = .seconds(5)
         configuration.completedTaskVisibility = .milliseconds(200)
-        if verbose {
-            configuration.logger = Logger(label: "fault-test-\(generation)", factory: { StreamLogHandler.standardError(label: $0) })
-        }
+        configuration.logger = Logger(label: "fault-test-\(generation)")
         let executor = TaskExecutor(store: store, configuration: configuration)
         try executor.register("faulty", input: Input.self, options: .interactive.retryable()) { input, context in
             let job = context.taskID

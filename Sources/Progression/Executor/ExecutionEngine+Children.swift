@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import Tracing
 
 /// Subtasks, reports, checkpoints and pauses: what task code calls through its context.
 extension ExecutionEngine {
@@ -46,7 +47,10 @@ extension ExecutionEngine {
             child = handle
         }
         wakeWriter(urgent: false)
-        var result = await execute(child, isRoot: false, body)
+        let record = locked { $0.nodes[child]?.record }
+        let span = tracer.startSpan(name, context: ServiceContext.current ?? .topLevel, ofKind: .internal)
+        if let record { Self.describe(span, record) }
+        var result = await ServiceContext.withValue(span.context) { await execute(child, isRoot: false, body) }
         var data: Data?
         if case .success(let value) = result, let codec {
             do { data = try codec.encode(value) } catch { result = .failure(error) }
@@ -59,6 +63,7 @@ extension ExecutionEngine {
             if case .timedOut(let timeout)? = node.stopReason { return (sequence, timeout) }
             return (sequence, nil)
         }
+        Self.end(span, result)
         if let sequence { try await waitForCommit(sequence) }
         switch result {
         case .success(let value):

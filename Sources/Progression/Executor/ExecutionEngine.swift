@@ -1,5 +1,7 @@
 import Foundation
 import Logging
+import Metrics
+import Tracing
 import Synchronization
 
 /// The executor's machinery, shared by the executor, every task context and the background loops: the graph of tasks
@@ -20,6 +22,8 @@ final class ExecutionEngine: Sendable {
     let registry = JobRegistry()
     let identifiers: IdentifierPool
     let publisher = GraphPublisher()
+    let metrics: ExecutorMetrics
+    let tracer: any Tracer
     /// Whether a storage failure was logged since writes last succeeded (logged once per outage).
     let storageOutage = StorageOutage()
     /// How many background loops run now (0 once a shutdown returned).
@@ -48,6 +52,8 @@ final class ExecutionEngine: Sendable {
         (self.writerSignals, self.writerWake) = (writerSignals, writerWake)
         state = Mutex(GraphState(maxConcurrentTasks: configuration.maxConcurrentTasks, writerWake: writerWake))
         writerLagTolerance = max(0.01, configuration.writeWindow.seconds * 2.5)
+        metrics = ExecutorMetrics(factory: configuration.metricsFactory ?? MetricsSystem.factory)
+        tracer = configuration.tracer ?? InstrumentationSystem.tracer
         let logger = configuration.logger
         let outage = storageOutage
         identifiers = IdentifierPool(store: store, clock: clock) { error in
@@ -57,6 +63,11 @@ final class ExecutionEngine: Sendable {
 
     /// The wall-clock time, to the millisecond.
     func now() -> Date { clock.date() }
+
+    /// The job kind of a node's root (a subtask has none of its own).
+    func rootKind(of record: TaskRecord) -> String? {
+        state.withLock { $0.node(id: record.rootID)?.record.kind }
+    }
 
     /// Runs `body` under the graph's lock, then resumes the callers of `waitForTask` whose roots became idle meanwhile
     /// (a continuation is never resumed under the lock).

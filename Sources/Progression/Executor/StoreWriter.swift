@@ -1,3 +1,4 @@
+import CoreMetrics
 import Foundation
 import Synchronization
 import Logging
@@ -76,8 +77,12 @@ actor StoreWriter {
 
     /// Stores one batch; returns whether it committed.
     private func write(_ taken: GraphState.TakenBatch) async -> Bool {
+        let started = ContinuousClock.now
         do {
             let result = try await engine.store.apply(taken.batch)
+            engine.metrics.commitDuration.recordNanoseconds(Self.nanoseconds(ContinuousClock.now - started))
+            engine.metrics.batchSize.record(
+                taken.batch.inserts.count + taken.batch.updates.count + taken.batch.events.count)
             let (waiters, children) = engine.state.withLock { state in
                 // Conflicts first, so that who waits for the commit sees them when woken.
                 let children = result.conflictingTaskIDs.isEmpty ? [] : state.markConflicted(result.conflictingTaskIDs)
@@ -91,6 +96,7 @@ actor StoreWriter {
             }
             return true
         } catch {
+            engine.metrics.writerFailures.increment()
             ExecutionEngine.noteStorageFailure(
                 error, outage: engine.storageOutage, logger: engine.logger, what: "writing task changes")
             let now = engine.now()
@@ -98,6 +104,10 @@ actor StoreWriter {
             engine.publisherSignal.signal()
             return false
         }
+    }
+
+    static func nanoseconds(_ duration: Duration) -> Int64 {
+        duration.components.seconds * 1_000_000_000 + duration.components.attoseconds / 1_000_000_000
     }
 
     /// The batching window: waits `window` for more changes to gather, unless someone waits for a commit. The timer
