@@ -89,7 +89,7 @@ extension CrashTest {
                 }
             }
             if let pauseWhenRunning {
-                while await executor.snapshot(of: pauseWhenRunning)?.status != .running {
+                while executor.snapshot(of: pauseWhenRunning)?.status != .running {
                     try await Task.sleep(for: .milliseconds(5))
                 }
                 try await executor.pause(taskID: pauseWhenRunning)

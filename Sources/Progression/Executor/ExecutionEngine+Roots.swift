@@ -217,7 +217,7 @@ extension ExecutionEngine {
         case .cancelled:
             outcome = "cancelled"
             kind.cancelled.increment()
-        case .pending, .paused where retryDelay != nil:
+        case .pending where retryDelay != nil, .paused where retryDelay != nil:
             outcome = "retrying"
             logger.info(
                 "task failed; retrying",

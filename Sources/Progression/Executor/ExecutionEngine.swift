@@ -50,8 +50,12 @@ final class ExecutionEngine: Sendable {
         startedAt = clock.date()
         let (writerSignals, writerWake) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
         (self.writerSignals, self.writerWake) = (writerSignals, writerWake)
-        state = Mutex(GraphState(maxConcurrentTasks: configuration.maxConcurrentTasks, writerWake: writerWake))
-        writerLagTolerance = max(0.01, configuration.writeWindow.seconds * 2.5)
+        let writerLagTolerance = max(0.01, configuration.writeWindow.seconds * 2.5)
+        state = Mutex(
+            GraphState(
+                maxConcurrentTasks: configuration.maxConcurrentTasks, writerWake: writerWake,
+                eventBacklogLimit: configuration.eventBacklogLimit, writerLagTolerance: writerLagTolerance))
+        self.writerLagTolerance = writerLagTolerance
         metrics = ExecutorMetrics(factory: configuration.metricsFactory ?? MetricsSystem.factory)
         tracer = configuration.tracer ?? InstrumentationSystem.tracer
         let logger = configuration.logger
@@ -62,6 +66,7 @@ final class ExecutionEngine: Sendable {
     }
 
     /// The wall-clock time, to the millisecond.
+    @inline(__always)
     func now() -> Date { clock.date() }
 
     /// The job kind of a node's root (a subtask has none of its own).
