@@ -16,6 +16,7 @@ let package = Package(
         .library(name: "Progression", targets: ["Progression"]),
         .executable(name: "progressctl", targets: ["progressctl"]),
         .executable(name: "progression-crash-test", targets: ["progression-crash-test"]),
+        .executable(name: "progression-fault-test", targets: ["progression-fault-test"]),
         .executable(name: "progression-bench", targets: ["progression-bench"]),
         .executable(name: "progression-demo", targets: ["progression-demo"]),
         // The same store on PostgreSQL, for executors on several hosts. Built only with the `PostgreSQL` trait.
@@ -37,6 +38,10 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         // The run queue's heap (already built for swift-service-lifecycle's dependencies).
         .package(url: "https://github.com/apple/swift-collections", from: "1.6.0"),
+        // Counters and timers of the executor, a span per task: the Swift server ecosystem's observability APIs (both
+        // small; no-ops until the application bootstraps a backend).
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-distributed-tracing", from: "1.7.3"),
         // PostgresTaskStore; only built with the `PostgreSQL` trait.
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
     ],
@@ -60,7 +65,16 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "HeapModule", package: "swift-collections"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
             ],
+            swiftSettings: swiftSettings
+        ),
+        // What the tests and the fault-injection suite share: a store that fails on purpose, temporary directories,
+        // child processes. Not a product.
+        .target(
+            name: "ProgressionTestSupport",
+            dependencies: ["Progression"],
             swiftSettings: swiftSettings
         ),
         // PostgresTaskStore: the TaskStore contract on PostgreSQL, for executors on several hosts. Without the
@@ -100,11 +114,23 @@ let package = Package(
             path: "tools/crash-test",
             swiftSettings: swiftSettings
         ),
+        // Runs jobs on a store that fails at random (full disk, I/O errors, locks held too long) and checks that
+        // nothing is lost, stuck, failed or redone (run by .ci/run with a fixed seed).
+        .executableTarget(
+            name: "progression-fault-test",
+            dependencies: [
+                "Progression", "ProgressionTestSupport",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "tools/fault-test",
+            swiftSettings: swiftSettings
+        ),
         // Measures the performance targets side by side in one run (release builds only); not part of `swift test`.
         .executableTarget(
             name: "progression-bench",
             dependencies: [
-                "Progression", "ProgressionSQLite", "CSQLite",
+                "Progression", "ProgressionSQLite", "CSQLite", .product(name: "Logging", package: "swift-log"),
                 .target(name: "ProgressionPostgres", condition: .when(traits: ["PostgreSQL"])),
             ],
             path: "Sources/progression-bench",
@@ -132,7 +158,11 @@ let package = Package(
         .testTarget(
             name: "ProgressionTests",
             dependencies: [
-                "Progression", "ProgressionSQLite", "progression-crash-test",
+                "Progression", "ProgressionSQLite", "ProgressionTestSupport", "progression-crash-test",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "MetricsTestKit", package: "swift-metrics"),
+                .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
                 .target(name: "ProgressionPostgres", condition: .when(traits: ["PostgreSQL"])),
             ],
             swiftSettings: swiftSettings

@@ -2,7 +2,7 @@ import ArgumentParser
 import Foundation
 import Progression
 
-/// Options every command takes: which database, how long to wait for its lock, and JSON output.
+/// Options every command takes: which database, how long to wait for its lock, JSON output and colour.
 struct GlobalOptions: ParsableArguments {
     /// The database file.
     @Option(name: .long, help: ArgumentHelp("The database file, or a postgres://user@host:port/db?schema=name URL (default: $PROGRESSION_DB, else the library's default).", valueName: "path|url"))
@@ -11,6 +11,10 @@ struct GlobalOptions: ParsableArguments {
     /// Print one JSON document instead of text.
     @Flag(name: .long, help: "Print one JSON document on stdout instead of text.")
     var json = false
+
+    /// When to colour the output.
+    @Option(name: .long, help: ArgumentHelp("Colour the output: auto (on a terminal, unless NO_COLOR is set), always or never.", valueName: "when"))
+    var color: Terminal.ColorMode = .auto
 
     /// How long to wait for another process's write lock.
     @Option(name: .customLong("busy-timeout"), parsing: .unconditional, help: ArgumentHelp("Milliseconds to wait for another process's lock.", valueName: "ms"))

@@ -17,25 +17,37 @@ struct Progressctl: AsyncParsableCommand {
             goes to the executor that holds the task as a control request when that executor is alive, and is \
             written directly (one transaction with a state check) when none is.
 
+            A change of many tasks takes filters instead of an id (--status, --kind, --since, --until, --name), \
+            shows what it would do with --dry-run, asks before it acts on a terminal (--yes to skip the question) \
+            and ends with one line counting what it changed.
+
+            Colour is used on a terminal unless NO_COLOR is set (--color always|never overrides both). JSON \
+            documents (--json) give times in ISO 8601 with milliseconds and null for every absent value.
+
             Examples:
               progressctl list --status failed,running --since 12h
-              progressctl show 3f2a
+              progressctl show 8k3fq2xa
               progressctl watch
               progressctl retry --all-failed --kind import --dry-run
+              progressctl cancel --status pending --kind import --until 2h --yes
               progressctl submit import --input '{"file": "a.csv"}' --retryable
+              progressctl prune --older-than 7d --vacuum
             """,
+        version: ProgressionVersion.current,
         subcommands: [
             List.self, Show.self, History.self, Watch.self, Stats.self, Doctor.self,
             Submit.self, Retry.self, Pause.self, Resume.self, Cancel.self, Remove.self, Prune.self,
         ]
     )
 
-    /// `--db`, `--json` and `--busy-timeout` given before the subcommand's name.
+    /// `--db`, `--json`, `--busy-timeout` and `--color` given before the subcommand's name.
     @OptionGroup var globals: GlobalOptions
 
     /// Parses the command line and runs the command. Help goes to stdout with status 0; every failure is one line
-    /// `progressctl: error: …` on stderr and a non-zero status.
+    /// `progressctl: error: …` on stderr and a non-zero status. A reader of stdout that went away ends it quietly
+    /// (SIGPIPE is ignored; see ``Terminal``).
     static func main() async {
+        Terminal.ignoreBrokenPipes()
         let command: any ParsableCommand
         do {
             command = try parseAsRoot()
@@ -43,6 +55,7 @@ struct Progressctl: AsyncParsableCommand {
             if exitCode(for: error) == .success { exit(withError: error) }
             fail(message(for: error), code: exitCode(for: error).rawValue)
         }
+        if let command = command as? any GlobalOptionsCommand { Terminal.setColor(command.options.color) }
         do {
             if var command = command as? any AsyncParsableCommand {
                 try await command.run()
@@ -68,3 +81,27 @@ struct Progressctl: AsyncParsableCommand {
         Foundation.exit(code == 0 ? 1 : code)
     }
 }
+
+/// A command that takes the ``GlobalOptions``: `main` reads its `--color` before running it. (`SendableMetatype`: no
+/// conformance is isolated to an actor, so the cast in `main` leaves the command free to run anywhere.)
+protocol GlobalOptionsCommand: SendableMetatype {
+    var options: GlobalOptions { get }
+}
+
+extension Progressctl: GlobalOptionsCommand {
+    var options: GlobalOptions { globals }
+}
+
+extension Progressctl.List: GlobalOptionsCommand {}
+extension Progressctl.Show: GlobalOptionsCommand {}
+extension Progressctl.History: GlobalOptionsCommand {}
+extension Progressctl.Watch: GlobalOptionsCommand {}
+extension Progressctl.Stats: GlobalOptionsCommand {}
+extension Progressctl.Doctor: GlobalOptionsCommand {}
+extension Progressctl.Submit: GlobalOptionsCommand {}
+extension Progressctl.Retry: GlobalOptionsCommand {}
+extension Progressctl.Pause: GlobalOptionsCommand {}
+extension Progressctl.Resume: GlobalOptionsCommand {}
+extension Progressctl.Cancel: GlobalOptionsCommand {}
+extension Progressctl.Remove: GlobalOptionsCommand {}
+extension Progressctl.Prune: GlobalOptionsCommand {}

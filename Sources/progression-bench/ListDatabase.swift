@@ -17,7 +17,9 @@ struct ListDatabase: Sendable {
     init(directory: String, tasks: Int, eventsPerTask: Int) {
         self.tasks = tasks
         self.eventsPerTask = eventsPerTask
-        path = directory + "/list-\(tasks)-tasks-\(eventsPerTask)-events-v1.sqlite"
+        // Named by the schema it was built with: a new migration builds a new file (an old one is left alone).
+        let schema = SQLiteMigration.embedded.last?.identifier ?? "none"
+        path = directory + "/list-\(tasks)-tasks-\(eventsPerTask)-events-\(schema).sqlite"
     }
 
     var exists: Bool { FileManager.default.fileExists(atPath: path) }

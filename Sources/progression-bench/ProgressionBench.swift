@@ -1,5 +1,6 @@
 import CSQLite
 import Foundation
+import Logging
 
 /// `progression-bench`: the benchmark of issue 7. Runs every scenario with its baseline in this one process, then
 /// prints a table (or, with `--json`, one JSON object). Exits non-zero only when a scenario fails or a figure is not
@@ -13,6 +14,12 @@ import Foundation
 @main
 enum ProgressionBench {
     static func main() async {
+        // The executors' logs go to stderr, warnings only: stdout is the table or the JSON object.
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = .warning
+            return handler
+        }
         let options: BenchOptions
         do {
             options = try BenchOptions(arguments: Array(CommandLine.arguments.dropFirst()))

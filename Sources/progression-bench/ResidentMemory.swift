@@ -70,7 +70,7 @@ enum ResidentMemory {
         let peak = try status("VmHWM")
         let written = try io("wchar") - writtenBefore
         let resident = try status("VmRSS")
-        let inMemory = await executor.graph().tasks.count
+        let inMemory = executor.graph().tasks.count
         await executor.shutdown()
         await store.close()
         let line =

@@ -102,7 +102,7 @@ enum SubmitThroughput {
         // The last bodies have returned, but their completions may not be recorded yet (a flush now could miss
         // them): wait until no root left in memory is unfinished (the graph shows committed transitions, and only
         // finished roots leave memory), then flush.
-        while await executor.graph().tasks.contains(where: { !$0.isFinished }) {
+        while executor.graph().tasks.contains(where: { !$0.isFinished }) {
             try await Task.sleep(for: .milliseconds(1))
         }
         try await executor.flush()

@@ -39,6 +39,7 @@ struct ProgressionDemo: AsyncParsableCommand {
         } catch {
             exit(withError: error)
         }
+        ignoreBrokenPipes()
         do {
             if var command = command as? any AsyncParsableCommand {
                 try await command.run()
@@ -54,6 +55,15 @@ struct ProgressionDemo: AsyncParsableCommand {
             if exitCode(for: error) == .success { exit(withError: error) }
             fail(error is any LocalizedError ? error.localizedDescription : message(for: error))
         }
+    }
+
+    /// Lets the demo outlive a reader of its output that went away (`serve 2>&1 | tee log`, then Ctrl-C, which ends
+    /// `tee` first): SIGPIPE is ignored, so a write to the closed pipe fails with `EPIPE` instead of killing the
+    /// process, and it goes on to stop gracefully on SIGINT or SIGTERM (or, for `run`, to finish its job). `serve`
+    /// writes only its log, through swift-log's stdio stream, which drops a failed write; `run`'s display writes with
+    /// `write(2)` and stops writing on `EPIPE` (``TerminalOutput``).
+    static func ignoreBrokenPipes() {
+        signal(SIGPIPE, SIG_IGN)
     }
 
     /// Writes `message` as one line on stderr and exits with status 1.

@@ -110,7 +110,7 @@ import Testing
         (["prune", "--older-than", "7d", "--status", "nope"], "invalid status 'nope'"),
         (["submit", "import", "--input", "{not json"], "--input is not valid JSON"),
         (["list", "--limit=-1"], "--limit must be 0 or more"),
-        (["retry"], "give a task id or --all-failed"),
+        (["retry"], "give a task id, --all-failed or filters"),
         (["frobnicate"], "frobnicate"),
     ])
     func invalidArguments(arguments: [String], message: String) async throws {

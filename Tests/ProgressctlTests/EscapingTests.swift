@@ -54,14 +54,14 @@ import Testing
         let fixture = try await fixture()
         let list = try await fixture.run(["list"])
         #expect(list.status == 0, "\(list.stderr)")
-        expectSafe(list.stdout, lines: 2)
+        expectSafe(list.stdout, lines: 3)
         #expect(list.stdout.contains("report\\e]0;owned\\x07\\n\\e[2J"))
         #expect(list.stdout.contains("im\\tport") && list.stdout.contains("step\\u{009B}31m\\r"))
         #expect(list.stdout.contains("evil\\e[8m"))
 
         let show = try await fixture.run(["show", "evil\u{1B}[8m"])
         #expect(show.status == 0, "\(show.stderr)")
-        expectSafe(show.stdout, lines: 7)
+        expectSafe(show.stdout, lines: 9)
         #expect(show.stdout.contains("error: Oops\\x07: boom\\e[5m\\nsecond line"))
         #expect(show.stdout.contains("file\\nname\\t.txt"))
 

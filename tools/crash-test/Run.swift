@@ -17,6 +17,7 @@ extension CrashTest {
         var iterations = 60
         @Option(help: "Milliseconds of work per step and per iteration.") var delay = 20
         @Option(help: "Seed of the random kill times.") var seed: UInt64 = 2026
+        @Option(help: "Jobs the worker runs at once.") var concurrency = 8
         @Option(help: "Shortest life of a worker before it is killed, in milliseconds.") var minLife = 150
         @Option(help: "Longest life of a worker before it is killed, in milliseconds.") var maxLife = 700
         @Option(help: "Keep the database and ledger in this directory (default: a temporary one, removed).")
@@ -32,7 +33,7 @@ extension CrashTest {
             let ledger = Ledger(path: directory + "/ledger.txt")
             let arguments = [
                 "worker", "--db", db, "--ledger", ledger.path, "--submit-batch", String(jobs), "--exit-when-idle",
-                "--iterations", String(iterations), "--delay", String(delay),
+                "--iterations", String(iterations), "--delay", String(delay), "--concurrency", String(concurrency),
                 // These kills come from outside, not from the jobs: they are not a crash loop.
                 "--max-interruptions", "1000000",
             ]

@@ -51,6 +51,19 @@ extension CrashTest {
             try Self.register(on: executor, ledger: ledger)
             try await executor.start()
             ledger.append("worker \(ProcessInfo.processInfo.processIdentifier) started")
+            // The store's health, as the executor sees it, in the ledger (which may live on another file system).
+            let health = Task {
+                var failing = false
+                while !Task.isCancelled {
+                    let now = !executor.storageHealth.isHealthy
+                    if now != failing {
+                        failing = now
+                        ledger.append(now ? "storage failing" : "storage healthy")
+                    }
+                    try? await Task.sleep(for: .milliseconds(10))
+                }
+            }
+            defer { health.cancel() }
 
             for index in 0..<submitBatch {
                 try await executor.submit(
@@ -76,7 +89,7 @@ extension CrashTest {
                 }
             }
             if let pauseWhenRunning {
-                while await executor.snapshot(of: pauseWhenRunning)?.status != .running {
+                while executor.snapshot(of: pauseWhenRunning)?.status != .running {
                     try await Task.sleep(for: .milliseconds(5))
                 }
                 try await executor.pause(taskID: pauseWhenRunning)

@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import Tracing
 
 /// Subtasks, reports, checkpoints and pauses: what task code calls through its context.
 extension ExecutionEngine {
@@ -46,7 +47,10 @@ extension ExecutionEngine {
             child = handle
         }
         wakeWriter(urgent: false)
-        var result = await execute(child, isRoot: false, body)
+        let record = locked { $0.nodes[child]?.record }
+        let span = tracer.startSpan(name, context: ServiceContext.current ?? .topLevel, ofKind: .internal)
+        if let record { Self.describe(span, record) }
+        var result = await ServiceContext.withValue(span.context) { await execute(child, isRoot: false, body) }
         var data: Data?
         if case .success(let value) = result, let codec {
             do { data = try codec.encode(value) } catch { result = .failure(error) }
@@ -59,6 +63,7 @@ extension ExecutionEngine {
             if case .timedOut(let timeout)? = node.stopReason { return (sequence, timeout) }
             return (sequence, nil)
         }
+        Self.end(span, result)
         if let sequence { try await waitForCommit(sequence) }
         switch result {
         case .success(let value):
@@ -77,31 +82,13 @@ extension ExecutionEngine {
 
     /// Applies a validated report. Returns whether the task must wait (it or an ancestor is paused), whether too many
     /// events are queued, and whether the writer is behind.
-    func report(_ handle: NodeHandle, _ progress: TaskProgress) throws -> (paused: Bool, backlogged: Bool, writerBehind: Bool) {
-        let now = now()
-        let limit = configuration.eventBacklogLimit
-        let tolerance = writerLagTolerance
-        let outcome = try locked { state throws(ProgressionError) -> (Bool, Bool, Bool, Bool) in
-            guard let node = state.nodes[handle], !node.removed else { return (false, false, false, false) }
-            // The writer sleeps while nothing is dirty: wake it when this report makes the first change.
-            let wasIdle = state.dirtyNodes.isEmpty && state.events.isEmpty
-            if progress.fraction != nil || progress.total != nil || progress.completedUnits != nil {
-                try state.applyReport(progress, to: node, now: now)
-            }
-            if let name = progress.name, name != node.record.step {
-                node.record.step = name
-                node.record.updatedAt = now
-                state.markDirty(node, [.step, .updatedAt])
-                state.append(
-                    TaskEvent(
-                        taskID: node.record.id, rootID: node.record.rootID, kind: .step, at: now,
-                        attempt: node.record.attempt, progress: node.record.progress, message: name))
-            }
-            let behind = now.timeIntervalSince(state.lastBatchAt) > tolerance
-            return (node.isEffectivelyPaused, state.events.count >= limit, wasIdle, behind)
+    func report(_ handle: NodeHandle, _ progress: borrowing TaskProgress) throws(ProgressionError) -> ReportOutcome {
+        let now = clock.date()
+        let outcome = try state.withLock { state throws(ProgressionError) in
+            try state.report(handle, progress, now: now)
         }
-        if outcome.2 { wakeWriter(urgent: false) }
-        return (outcome.0, outcome.1, outcome.3)
+        if outcome.wakeWriter { wakeWriter(urgent: false) }
+        return outcome
     }
 
     /// Stores a checkpoint; returns once it is committed.
@@ -150,7 +137,40 @@ enum ChildStart {
     case completed(NodeHandle, result: Data?)
 }
 
+/// What a report asks of the task code after it: wait (paused), wait for the writer (too many events queued), or
+/// give the writer its thread (it is behind).
+struct ReportOutcome: Sendable {
+    var paused = false
+    var backlogged = false
+    var writerBehind = false
+    var wakeWriter = false
+}
+
 extension GraphState {
+    /// Applies a validated report of a node's code: its step name (an event when it changes) and its amounts.
+    mutating func report(
+        _ handle: NodeHandle, _ progress: borrowing TaskProgress, now: Date
+    ) throws(ProgressionError) -> ReportOutcome {
+        guard let node = nodes[handle], !node.removed else { return ReportOutcome() }
+        // The writer sleeps while nothing is dirty: wake it when this report makes the first change.
+        let wasIdle = dirtyNodes.isEmpty && events.isEmpty
+        if progress.fraction != nil || progress.total != nil || progress.completedUnits != nil {
+            try applyReport(progress, to: node, now: now)
+        }
+        if let name = progress.name, name != node.record.step {
+            node.record.step = name
+            node.record.updatedAt = now
+            markDirty(node, [.step, .updatedAt])
+            append(
+                TaskEvent(
+                    taskID: node.record.id, rootID: node.record.rootID, kind: .step, at: now,
+                    attempt: node.record.attempt, progress: node.record.progress, message: name))
+        }
+        return ReportOutcome(
+            paused: node.isEffectivelyPaused, backlogged: events.count >= eventBacklogLimit, writerBehind:
+                now.timeIntervalSince(lastBatchAt) > writerLagTolerance, wakeWriter: wasIdle)
+    }
+
     /// Creates the child `name` of `parent`, or finds it again (same name and occurrence) when the parent runs again,
     /// and stages its start.
     mutating func startChild(

@@ -1,3 +1,4 @@
+import CoreMetrics
 import Foundation
 import Synchronization
 import Logging
@@ -10,13 +11,18 @@ extension ExecutionEngine {
     /// Runs every loop until cancelled.
     func runLoops() async {
         let writer = StoreWriter(engine: self)
+        let loops: [@Sendable () async -> Void] = [
+            { await writer.run() }, { await self.runTimers() }, { await self.runPublisher() },
+            { await self.runMaintenance() }, { await self.runControlRequests() }, { await self.runRecovery() },
+        ]
         await withTaskGroup(of: Void.self) { group in
-            group.addTask { await writer.run() }
-            group.addTask { await self.runTimers() }
-            group.addTask { await self.runPublisher() }
-            group.addTask { await self.runMaintenance() }
-            group.addTask { await self.runControlRequests() }
-            group.addTask { await self.runRecovery() }
+            for loop in loops {
+                runningLoops.add(1, ordering: .relaxed)
+                group.addTask {
+                    defer { self.runningLoops.subtract(1, ordering: .relaxed) }
+                    await loop()
+                }
+            }
             // The writer ends when the graph closes (or it is cancelled), the others when cancelled.
             await group.waitForAll()
         }

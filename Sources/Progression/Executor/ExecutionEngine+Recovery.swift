@@ -1,3 +1,4 @@
+import CoreMetrics
 import Foundation
 import Logging
 import Synchronization
@@ -22,7 +23,7 @@ extension ExecutionEngine {
                 owner.id != ownerID && !owner.liveness(now: now, staleAfter: staleAfter, host: host).isAlive
             }.map(\.id)
         } catch {
-            logger.warning("recovery pass failed; the next one tries again", metadata: ["error": "\(error)"])
+            Self.noteStorageFailure(error, outage: storageOutage, logger: logger, what: "reading owners to recover")
             return 0
         }
         let kinds = registry.names
@@ -39,10 +40,11 @@ extension ExecutionEngine {
                 claimed = try await store.claimRoots(
                     RootClaim(fromOwners: [nil] + dead, kinds: kinds, newOwner: ownerID, limit: limit))
             } catch {
-                logger.warning("claiming tasks failed; the next pass tries again", metadata: ["error": "\(error)"])
+                Self.noteStorageFailure(error, outage: storageOutage, logger: logger, what: "claiming tasks")
                 break
             }
             total += claimed.count
+            metrics.claimed.increment(by: Int64(claimed.count))
             if !claimed.isEmpty {
                 logger.info("claimed tasks", metadata: ["count": "\(claimed.count)", "deadOwners": "\(dead)"])
             }

@@ -1,5 +1,8 @@
+import CoreMetrics
 import Foundation
+import Logging
 import Synchronization
+import Tracing
 
 /// A root to add: its record, its creation event and its code.
 struct NewRoot: Sendable {
@@ -54,6 +57,7 @@ extension ExecutionEngine {
         }
         launch(launches)
         wakeWriter(urgent: true)
+        for root in roots { metrics.kind(root.record.kind).submitted.increment() }
         return (handles, sequence)
     }
 
@@ -116,32 +120,63 @@ extension ExecutionEngine {
             releaseSlot()
             return
         }
-        let runnable = locked { state -> Bool in
-            guard let node = state.nodes[handle], !node.conflicted, !node.removed else { return false }
-            return true
+        let started = locked { state -> TaskRecord? in
+            guard let node = state.nodes[handle], !node.conflicted, !node.removed else { return nil }
+            return node.record
         }
-        guard runnable else {
+        guard let started else {
             releaseSlot()
             return
         }
-        let result = await execute(handle, isRoot: true) { context in try await start.body(context) }
-        await end(handle, result.map { _ in nil })
+        let kind = metrics.kind(started.kind)
+        kind.started.increment()
+        if started.attempt > 1 {
+            kind.retried.increment()
+        } else if let startedAt = started.startedAt {
+            kind.queueWait.recordNanoseconds(
+                Int64(max(0, startedAt.timeIntervalSince(started.createdAt)) * 1_000_000_000))
+        }
+        let span = tracer.startSpan(started.name, context: .topLevel, ofKind: .internal)
+        Self.describe(span, started)
+        let result = await ServiceContext.withValue(span.context) {
+            await execute(handle, isRoot: true) { context in try await start.body(context) }
+        }
+        Self.end(span, result)
+        await end(handle, result.map { _ in nil }, started: started)
+    }
+
+    /// A task's attributes on its span.
+    static func describe(_ span: any Span, _ record: TaskRecord) {
+        span.attributes["progression.task.id"] = record.id
+        span.attributes["progression.task.kind"] = record.kind ?? "closure"
+        span.attributes["progression.task.attempt"] = record.attempt
+        if !record.isRoot { span.attributes["progression.task.root"] = record.rootID }
+    }
+
+    /// Ends a task's span, with its error.
+    static func end<T>(_ span: any Span, _ result: Result<T, any Error>) {
+        if case .failure(let error) = result {
+            span.recordError(error)
+            span.setStatus(SpanStatus(code: .error))
+        }
+        span.end()
     }
 
     /// Records how a root's run ended, gives its slot to the next root, and waits for the record's commit; then the
     /// root waits for its next attempt, or is idle.
-    func end(_ handle: NodeHandle, _ result: Result<Data?, any Error>) async {
+    func end(_ handle: NodeHandle, _ result: Result<Data?, any Error>, started: TaskRecord) async {
         let now = now()
         let random = Double.random(in: 0..<1)
-        let (sequence, retryDelay, lost, launches) = locked {
-            state -> (Int64?, Duration?, Bool, [RootLaunch]) in
+        let (sequence, retryDelay, lost, launches, ended) = locked {
+            state -> (Int64?, Duration?, Bool, [RootLaunch], TaskRecord?) in
             state.runQueue.running -= 1
-            guard let node = state.nodes[handle] else { return (nil, nil, false, state.dispatch(now: now)) }
+            guard let node = state.nodes[handle] else { return (nil, nil, false, state.dispatch(now: now), nil) }
             let lost = node.effectiveStop?.reason == .leaseLost
             let (sequence, delay) = state.finish(node, result, now: now, random: random, configuration: configuration)
-            return (sequence, delay, lost, state.dispatch(now: now))
+            return (sequence, delay, lost, state.dispatch(now: now), node.record)
         }
         launch(launches)
+        if let ended, !lost { record(ended, startedAt: started.startedAt ?? now, now: now, retryDelay: retryDelay) }
         if let sequence { try? await waitForCommit(sequence) }
         locked { state in
             guard let node = state.nodes[handle] else { return }
@@ -160,6 +195,40 @@ extension ExecutionEngine {
             }
             state.setIdle(node)
         }
+    }
+
+    /// Counts how a run ended, times it, and logs what an operator wants to know (a retry, a failure).
+    private func record(_ ended: TaskRecord, startedAt: Date, now: Date, retryDelay: Duration?) {
+        let kind = metrics.kind(ended.kind)
+        let outcome: String
+        switch ended.status {
+        case .completed:
+            outcome = "completed"
+            kind.completed.increment()
+        case .failed:
+            outcome = "failed"
+            kind.failed.increment()
+            logger.info(
+                "task failed",
+                metadata: [
+                    "task": "\(ended.id)", "kind": "\(ended.kind ?? "closure")", "attempt": "\(ended.attempt)",
+                    "error": "\(ended.errorDescription ?? "")",
+                ])
+        case .cancelled:
+            outcome = "cancelled"
+            kind.cancelled.increment()
+        case .pending where retryDelay != nil, .paused where retryDelay != nil:
+            outcome = "retrying"
+            logger.info(
+                "task failed; retrying",
+                metadata: [
+                    "task": "\(ended.id)", "kind": "\(ended.kind ?? "closure")", "attempt": "\(ended.attempt)",
+                    "next": "\(ended.nextAttemptAt.map { "\($0)" } ?? "?")", "error": "\(ended.errorDescription ?? "")",
+                ])
+        default:
+            outcome = "released"
+        }
+        kind.durations[outcome]?.recordNanoseconds(Int64(max(0, now.timeIntervalSince(startedAt)) * 1_000_000_000))
     }
 
     /// Gives a slot back without a run to record (a start that was not committed, a root gone meanwhile).

@@ -1,5 +1,7 @@
 import Foundation
 import Logging
+import Metrics
+import Tracing
 import Synchronization
 
 /// The executor's machinery, shared by the executor, every task context and the background loops: the graph of tasks
@@ -20,8 +22,12 @@ final class ExecutionEngine: Sendable {
     let registry = JobRegistry()
     let identifiers: IdentifierPool
     let publisher = GraphPublisher()
+    let metrics: ExecutorMetrics
+    let tracer: any Tracer
     /// Whether a storage failure was logged since writes last succeeded (logged once per outage).
     let storageOutage = StorageOutage()
+    /// How many background loops run now (0 once a shutdown returned).
+    let runningLoops = Atomic<Int>(0)
 
     private let writerWake: AsyncStream<Void>.Continuation
     let writerSignals: AsyncStream<Void>
@@ -44,8 +50,14 @@ final class ExecutionEngine: Sendable {
         startedAt = clock.date()
         let (writerSignals, writerWake) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
         (self.writerSignals, self.writerWake) = (writerSignals, writerWake)
-        state = Mutex(GraphState(maxConcurrentTasks: configuration.maxConcurrentTasks, writerWake: writerWake))
-        writerLagTolerance = max(0.01, configuration.writeWindow.seconds * 2.5)
+        let writerLagTolerance = max(0.01, configuration.writeWindow.seconds * 2.5)
+        state = Mutex(
+            GraphState(
+                maxConcurrentTasks: configuration.maxConcurrentTasks, writerWake: writerWake,
+                eventBacklogLimit: configuration.eventBacklogLimit, writerLagTolerance: writerLagTolerance))
+        self.writerLagTolerance = writerLagTolerance
+        metrics = ExecutorMetrics(factory: configuration.metricsFactory ?? MetricsSystem.factory)
+        tracer = configuration.tracer ?? InstrumentationSystem.tracer
         let logger = configuration.logger
         let outage = storageOutage
         identifiers = IdentifierPool(store: store, clock: clock) { error in
@@ -54,7 +66,13 @@ final class ExecutionEngine: Sendable {
     }
 
     /// The wall-clock time, to the millisecond.
+    @inline(__always)
     func now() -> Date { clock.date() }
+
+    /// The job kind of a node's root (a subtask has none of its own).
+    func rootKind(of record: TaskRecord) -> String? {
+        state.withLock { $0.node(id: record.rootID)?.record.kind }
+    }
 
     /// Runs `body` under the graph's lock, then resumes the callers of `waitForTask` whose roots became idle meanwhile
     /// (a continuation is never resumed under the lock).
@@ -143,6 +161,24 @@ final class ExecutionEngine: Sendable {
             return logged
         }
         if wasFailing { logger.notice("storage writes succeed again") }
+    }
+
+    /// Runs `body` until it succeeds, waiting with backoff while the store fails transiently (logged once per outage).
+    ///
+    /// - Throws: a final error of the store; `CancellationError` when the calling task is cancelled.
+    func retryingStorage(_ what: String, _ body: () async throws -> Void) async throws {
+        var failures = 0
+        while true {
+            do {
+                try await body()
+                if failures > 0 { noteStorageRecovered() }
+                return
+            } catch let error as TaskStoreError where error.isTransient {
+                Self.noteStorageFailure(error, outage: storageOutage, logger: logger, what: what)
+                failures += 1
+                try await clock.sleep(StoreWriter.backoff(afterFailures: failures))
+            }
+        }
     }
 
     static func isCancellation(_ error: any Error) -> Bool {

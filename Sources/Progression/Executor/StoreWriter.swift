@@ -1,3 +1,4 @@
+import CoreMetrics
 import Foundation
 import Synchronization
 import Logging
@@ -23,9 +24,10 @@ actor StoreWriter {
         self.engine = engine
     }
 
-    /// The wait before the next try after `failures` failed batches in a row: 50 ms, doubling, at most 5 s.
+    /// The wait before the next try after `failures` failed batches in a row: 25 ms, doubling, at most a second (a
+    /// full disk freed is noticed within a second).
     static func backoff(afterFailures failures: Int) -> Duration {
-        .milliseconds(min(5_000, 50 << min(failures - 1, 7)))
+        .milliseconds(min(1_000, 25 << min(failures - 1, 6)))
     }
 
     /// Writes until the graph closes, then stores what is left (giving up when the store keeps failing).
@@ -75,8 +77,12 @@ actor StoreWriter {
 
     /// Stores one batch; returns whether it committed.
     private func write(_ taken: GraphState.TakenBatch) async -> Bool {
+        let started = ContinuousClock.now
         do {
             let result = try await engine.store.apply(taken.batch)
+            engine.metrics.commitDuration.recordNanoseconds(Self.nanoseconds(ContinuousClock.now - started))
+            engine.metrics.batchSize.record(
+                taken.batch.inserts.count + taken.batch.updates.count + taken.batch.events.count)
             let (waiters, children) = engine.state.withLock { state in
                 // Conflicts first, so that who waits for the commit sees them when woken.
                 let children = result.conflictingTaskIDs.isEmpty ? [] : state.markConflicted(result.conflictingTaskIDs)
@@ -90,6 +96,7 @@ actor StoreWriter {
             }
             return true
         } catch {
+            engine.metrics.writerFailures.increment()
             ExecutionEngine.noteStorageFailure(
                 error, outage: engine.storageOutage, logger: engine.logger, what: "writing task changes")
             let now = engine.now()
@@ -97,6 +104,10 @@ actor StoreWriter {
             engine.publisherSignal.signal()
             return false
         }
+    }
+
+    static func nanoseconds(_ duration: Duration) -> Int64 {
+        duration.components.seconds * 1_000_000_000 + duration.components.attoseconds / 1_000_000_000
     }
 
     /// The batching window: waits `window` for more changes to gather, unless someone waits for a commit. The timer

@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import Synchronization
 
 /// What task code receives: report progress, push subtasks, record checkpoints.
@@ -19,6 +20,10 @@ import Synchronization
 public protocol TaskContext: AnyObject, Sendable {
     /// The id of the task this context reports for.
     var taskID: String { get }
+
+    /// A logger for the task's code: the executor's (``TaskExecutor/Configuration/logger``) with the task's id, root,
+    /// kind and attempt as metadata (`task.id`, `task.root`, `task.kind`, `task.attempt`).
+    var logger: Logger { get }
 
     /// Reports progress: a step name, a fraction, step *n* of *m*. Updates memory at once; the store follows within
     /// the writer's window.
@@ -117,6 +122,18 @@ final class LiveTaskContext: TaskContext {
         self.handle = handle
         self.taskID = taskID
         self.engine = engine
+    }
+
+    var logger: Logger {
+        var logger = engine.logger
+        let record = engine.state.withLock { $0.nodes[handle]?.record }
+        logger[metadataKey: "task.id"] = .string(taskID)
+        if let record {
+            logger[metadataKey: "task.root"] = .string(record.rootID)
+            logger[metadataKey: "task.kind"] = .string(record.kind ?? engine.rootKind(of: record) ?? "closure")
+            logger[metadataKey: "task.attempt"] = .string(String(record.attempt))
+        }
+        return logger
     }
 
     func report(_ progress: TaskProgress) async throws {

@@ -29,13 +29,13 @@ extension TaskExecutor {
     public func start() async throws {
         try startIfNeeded()
         guard !engine.locked({ $0.schedulerEnabled }) else { return }
-        try await store(engine.ownerRecord(heartbeatAt: engine.now()))
+        let engine = engine
+        try await engine.retryingStorage("registering the owner") {
+            try await engine.store.saveOwner(engine.ownerRecord(heartbeatAt: engine.now()))
+            try await engine.store.saveKinds(engine.registry.options, at: engine.now())
+        }
         engine.locked { $0.schedulerEnabled = true }
         await engine.recoverOnce()
-    }
-
-    private func store(_ owner: OwnerRecord) async throws {
-        try await engine.store.saveOwner(owner)
     }
 
     // MARK: Shutting down

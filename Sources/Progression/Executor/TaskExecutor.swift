@@ -1,6 +1,9 @@
 import Foundation
 import Synchronization
+import HeapModule
 import Logging
+import Metrics
+import Tracing
 
 /// Runs hierarchical tasks, reports their progress, and keeps every task in a ``TaskStore``.
 ///
@@ -65,9 +68,17 @@ public actor TaskExecutor {
         public var checkpointInterval: Duration = .seconds(1)
         /// How long a graceful shutdown waits for running code to stop at its next report.
         public var shutdownGracePeriod: Duration = .seconds(10)
-        /// Where the executor logs what happens out of the task code's sight: recoveries and claims, lost leases,
-        /// failed writes, control requests, shutdown. Silent by default.
-        public var logger = Logger(label: "progression", factory: { _ in SwiftLogNoOpLogHandler() })
+        /// Where the executor logs what happens out of the task code's sight — recoveries and claims, retries, lost
+        /// leases, a failing store, control requests, shutdown — and the logger task code gets from its context
+        /// (``TaskContext/logger``, with the task's id, kind and attempt as metadata). By default a logger labelled
+        /// `progression` of the application's logging system (swift-log's `LoggingSystem`).
+        public var logger = Logger(label: "progression")
+        /// Where the executor's counters and timers go (see ``ExecutorMetrics`` in the README: `progression.tasks.*`,
+        /// `progression.writer.*`). `nil`: the application's `MetricsSystem` (a no-op until it bootstraps one).
+        public var metricsFactory: (any MetricsFactory)?
+        /// The tracer of the span each root run and each step gets (attributes `progression.task.id`, `.kind`,
+        /// `.attempt`). `nil`: the application's `InstrumentationSystem.tracer` (a no-op until it bootstraps one).
+        public var tracer: (any Tracer)?
         /// The clock of timeouts, backoffs, intervals and rates; tests give one they control. With the default the
         /// stored times are the system's.
         public var clock: any Clock<Duration> = ContinuousClock()
@@ -123,6 +134,25 @@ public actor TaskExecutor {
     /// never a backlog.
     public nonisolated var progressStream: AsyncStream<TaskGraph> {
         engine.publisher.subscribe(current: engine.state.withLock { $0.graph() })
+    }
+
+    /// How many of the executor's background loops run now: 0 before it started and once ``shutdown(gracePeriod:)``
+    /// returned.
+    package nonisolated var runningLoops: Int {
+        engine.runningLoops.load(ordering: .relaxed)
+    }
+
+    /// The executor's inner state in one line, for tools that investigate a stuck run.
+    package nonisolated var diagnostics: String {
+        engine.state.withLock { state in
+            let waiting = state.commitWaiters.map(\.sequence)
+            let phases = Dictionary(grouping: state.roots, by: { "\($0.phase)" }).mapValues(\.count)
+            return "slots \(state.runQueue.running)/\(state.runQueue.maxConcurrent), queued \(state.runQueue.ready.count) "
+                + "(claimed \(state.runQueue.claimedWaiting)), phases \(phases), change \(state.changeSequence), "
+                + "committed \(state.committedSequence), waiters \(waiting.count) (lowest \(waiting.min() ?? -1)), "
+                + "dirty \(state.dirtyNodes.count), events \(state.events.count), timers \(state.timers.earliest.map { "\($0)" } ?? "none"), "
+                + "storage \(state.storage), urgent \(state.urgent)"
+        }
     }
 
     /// Whether writes reach the store now.

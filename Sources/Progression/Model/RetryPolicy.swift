@@ -12,8 +12,11 @@ import Foundation
 public struct RetryPolicy: Sendable, Hashable, Codable {
     /// Attempts in all, the first included: 1 never retries automatically.
     public var maxAttempts: Int
+    /// The wait after the first failed attempt.
     public var initialBackoff: Duration
+    /// How much longer each wait is than the one before (1 or more).
     public var multiplier: Double
+    /// The longest wait.
     public var maxBackoff: Duration
     /// A fraction in 0...1: each delay is multiplied by a random factor in `1 ± jitter`.
     public var jitter: Double
@@ -21,6 +24,8 @@ public struct RetryPolicy: Sendable, Hashable, Codable {
     /// at once. Errors conforming to ``NonRetryableError`` never retry either.
     public var nonRetryableErrorTypes: Set<String>
 
+    /// A policy; out-of-range values are brought into range (at least one attempt, a multiplier of at least 1, a
+    /// jitter in 0...1).
     public init(
         maxAttempts: Int, initialBackoff: Duration = .seconds(1), multiplier: Double = 2,
         maxBackoff: Duration = .seconds(300), jitter: Double = 0.2, nonRetryableErrorTypes: Set<String> = []

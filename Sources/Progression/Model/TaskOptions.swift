@@ -48,6 +48,7 @@ public struct TaskOptions: Sendable, Hashable, Codable {
         return merged
     }
 
+    /// Options; by default cancellable only.
     public init(
         canCancel: Bool = true, canPause: Bool = false, canRetry: Bool = false, timeout: Duration? = nil,
         retryPolicy: RetryPolicy? = nil, priority: Int = 0
@@ -67,9 +68,13 @@ public struct TaskOptions: Sendable, Hashable, Codable {
     /// Cannot be cancelled, paused or retried.
     public static let immutable = TaskOptions(canCancel: false)
 
+    /// A copy that may (or may not) be cancelled.
     public func cancellable(_ value: Bool = true) -> TaskOptions { with { $0.canCancel = value } }
+    /// A copy that may (or may not) be paused.
     public func pausable(_ value: Bool = true) -> TaskOptions { with { $0.canPause = value } }
+    /// A copy that may (or may not) be retried after it failed or was cancelled.
     public func retryable(_ value: Bool = true) -> TaskOptions { with { $0.canRetry = value } }
+    /// A copy with a timeout (paused time not counted); `nil` for none.
     public func timeout(_ value: Duration?) -> TaskOptions { with { $0.timeout = value } }
     /// Sets the automatic retry policy; a policy with more than one attempt also makes the task retryable.
     public func retryPolicy(_ value: RetryPolicy?) -> TaskOptions {
@@ -78,6 +83,7 @@ public struct TaskOptions: Sendable, Hashable, Codable {
             if let value, value.maxAttempts > 1 { $0.canRetry = true }
         }
     }
+    /// A copy with a priority (higher runs first).
     public func priority(_ value: Int) -> TaskOptions { with { $0.priority = value } }
 
     func with(_ change: (inout TaskOptions) -> Void) -> TaskOptions {

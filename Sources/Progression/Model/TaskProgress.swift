@@ -32,6 +32,7 @@ public struct TaskProgress: Sendable, Hashable {
     public private(set) var completedUnits: Double?
     private var explicitFraction: Double?
 
+    /// A report of a name and a fraction (either may be `nil`: unchanged).
     public init(name: String? = nil, fraction: Double? = nil) {
         self.name = name
         explicitFraction = fraction

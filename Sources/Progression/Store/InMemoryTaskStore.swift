@@ -233,14 +233,17 @@ public actor InMemoryTaskStore: TaskStoreBackend {
 
     // MARK: Reading
 
+    /// One task, or `nil`.
     public func task(id: String) -> TaskRecord? {
         state.tasks[id]
     }
 
+    /// The task and every node below it, parents before children, siblings in creation order.
     public func tree(of id: String) -> [TaskRecord] {
         Self.subtree(of: id, in: state)
     }
 
+    /// Roots matching `query`, in its order.
     public func roots(_ query: TaskQuery) -> [TaskRecord] {
         let matching = state.tasks.values.filter(query.matches)
         let ordered: [TaskRecord] =
@@ -256,10 +259,12 @@ public actor InMemoryTaskStore: TaskStoreBackend {
             .map { $0 }
     }
 
+    /// How many roots match `query` (its limit and offset ignored).
     public func countRoots(_ query: TaskQuery) -> Int {
         state.tasks.values.lazy.filter(query.matches).count
     }
 
+    /// History matching `query`, oldest first.
     public func events(_ query: EventQuery) -> [TaskEvent] {
         guard query.limit > 0 else { return [] }
         let ids = Set(Self.subtree(of: query.taskID, in: state).map(\.id))
@@ -267,10 +272,12 @@ public actor InMemoryTaskStore: TaskStoreBackend {
         return query.tail ? Array(Array(matching).suffix(query.limit)) : Array(matching.prefix(query.limit))
     }
 
+    /// The root whose kind and idempotency key are these, if any.
     public func root(kind: String, idempotencyKey: String) -> TaskRecord? {
         state.idempotency[kind + "\u{0}" + idempotencyKey].flatMap { state.tasks[$0] }
     }
 
+    /// Ids of roots (or of any task) that begin with `prefix`, at most `limit`, in order.
     public func taskIDs(withPrefix prefix: String, rootsOnly: Bool, limit: Int) -> [String] {
         Array(
             state.tasks.values.filter { $0.id.hasPrefix(prefix) && (!rootsOnly || $0.isRoot) }.map(\.id).sorted()
@@ -293,6 +300,7 @@ public actor InMemoryTaskStore: TaskStoreBackend {
         state.changes
     }
 
+    /// Counts of roots by status and kind, the oldest pending root and the history's size.
     public func statistics() -> TaskStoreStatistics {
         var statistics = TaskStoreStatistics()
         for task in state.tasks.values where task.isRoot {

@@ -2,6 +2,7 @@ import Foundation
 import ProgressionSQLite
 
 extension SQLiteTaskStore {
+    /// One task, or `nil`.
     public func task(id: String) async throws -> TaskRecord? {
         try await read { connection in
             try connection.query("SELECT \(Self.columns) FROM tasks WHERE id = ?", [.text(id)]) {
@@ -10,10 +11,12 @@ extension SQLiteTaskStore {
         }
     }
 
+    /// The task and every node below it, parents before children, siblings in creation order.
     public func tree(of id: String) async throws -> [TaskRecord] {
         try await read { connection in try subtree(of: id, connection: connection) }
     }
 
+    /// Roots matching `query`, in its order.
     public func roots(_ query: TaskQuery) async throws -> [TaskRecord] {
         try await read { connection in
             let (conditions, parameters) = Self.filter(query)
@@ -32,6 +35,7 @@ extension SQLiteTaskStore {
         }
     }
 
+    /// How many roots match `query` (its limit and offset ignored).
     public func countRoots(_ query: TaskQuery) async throws -> Int {
         try await read { connection in
             let (conditions, parameters) = Self.filter(query)
@@ -74,6 +78,7 @@ extension SQLiteTaskStore {
         return (conditions.joined(separator: " AND "), parameters)
     }
 
+    /// History matching `query`, oldest first.
     public func events(_ query: EventQuery) async throws -> [TaskEvent] {
         guard query.limit > 0 else { return [] }
         return try await read { connection in
@@ -114,6 +119,7 @@ extension SQLiteTaskStore {
         }
     }
 
+    /// The root whose kind and idempotency key are these, if any.
     public func root(kind: String, idempotencyKey: String) async throws -> TaskRecord? {
         try await read { connection in
             try connection.query(
@@ -123,6 +129,7 @@ extension SQLiteTaskStore {
         }
     }
 
+    /// Ids of roots (or of any task) that begin with `prefix`, at most `limit`, in order.
     public func taskIDs(withPrefix prefix: String, rootsOnly: Bool, limit: Int) async throws -> [String] {
         try await read { connection in
             // A range on the primary key: 'prefix' <= id < 'prefix' + U+10FFFF, without LIKE's wildcards.
@@ -136,6 +143,7 @@ extension SQLiteTaskStore {
         }
     }
 
+    /// Counts of roots by status and kind, the oldest pending root, the history's size and the file's.
     public func statistics() async throws -> TaskStoreStatistics {
         try await read { connection in
             var statistics = TaskStoreStatistics()

@@ -156,57 +156,51 @@ extension SQLiteTaskStore {
     package func claimRoots(_ claim: RootClaim) async throws -> [ClaimedRoot] {
         guard !claim.fromOwners.isEmpty, claim.limit > 0 else { return [] }
         return try await write { connection in
-            var conditions: [String] = []
-            var parameters: [SQLiteValue] = [.text(claim.newOwner)]
-            let named = claim.fromOwners.compactMap { $0 }
-            var owners: [String] = []
-            if claim.fromOwners.contains(where: { $0 == nil }) { owners.append("owner_id IS NULL") }
-            for owner in named {
-                owners.append("owner_id = ?")
-                parameters.append(.text(owner))
-            }
-            conditions.append("(" + owners.joined(separator: " OR ") + ")")
+            var kindCondition = ""
+            var kindParameters: [SQLiteValue] = []
             if let kinds = claim.kinds {
-                var allowed = ["kind IS NULL"]
-                for kind in kinds.sorted() {
-                    allowed.append("kind = ?")
-                    parameters.append(.text(kind))
+                kindCondition = " AND (kind IS NULL" + String(repeating: " OR kind = ?", count: kinds.count) + ")"
+                kindParameters = kinds.sorted().map { .text($0) }
+            }
+            // Each owner's unfinished roots come in priority-then-age order straight from the index of unfinished
+            // roots (owner first), `limit` at most per owner; the best `limit` of them are taken.
+            var candidates: [ClaimedRoot] = []
+            for owner in claim.fromOwners {
+                let ownerCondition = owner == nil ? "owner_id IS NULL" : "owner_id = ?"
+                let sql = """
+                    SELECT id, status, kind, priority, created_at, next_attempt_at, owner_id FROM tasks
+                    WHERE parent_id IS NULL AND finished_at IS NULL AND \(ownerCondition)\(kindCondition)
+                    ORDER BY priority DESC, created_at, id LIMIT ?
+                    """
+                let parameters: [SQLiteValue] =
+                    (owner.map { [.text($0)] } ?? []) + kindParameters + [.integer(Int64(claim.limit))]
+                candidates += try connection.query(sql, parameters) { row in
+                    let id = row.text(at: 0)
+                    guard let status = TaskStatus(rawValue: row.text(at: 1)) else {
+                        throw TaskStoreError(
+                            .corrupt, path: path,
+                            message: "task '\(id)' cannot be read: unknown status '\(row.text(at: 1))'")
+                    }
+                    return ClaimedRoot(
+                        id: id, status: status, kind: row.optionalText(at: 2), priority: Int(row.int64(at: 3)),
+                        createdAt: Date(storedMilliseconds: row.int64(at: 4)),
+                        nextAttemptAt: row.optionalInt64(at: 5).map(Date.init(storedMilliseconds:)),
+                        previousOwner: row.optionalText(at: 6))
                 }
-                conditions.append("(" + allowed.joined(separator: " OR ") + ")")
             }
-            parameters.append(.integer(Int64(claim.limit)))
-            // The chunk, read with its owners, then taken by one statement over the same rows (the same query in the
-            // same transaction). Subtasks are fenced through their root's owner, so they need no change.
-            let chunk = """
-                SELECT id FROM tasks WHERE parent_id IS NULL AND finished_at IS NULL
-                  AND \(conditions.joined(separator: " AND "))
-                ORDER BY priority DESC, created_at, id LIMIT ?
-                """
-            let selectParameters = Array(parameters.dropFirst())
-            let claimed = try connection.query(
-                """
-                SELECT id, status, kind, priority, created_at, next_attempt_at, owner_id FROM tasks
-                WHERE id IN (\(chunk)) ORDER BY priority DESC, created_at, id
-                """, selectParameters
-            ) { row in
-                let id = row.text(at: 0)
-                guard let status = TaskStatus(rawValue: row.text(at: 1)) else {
-                    throw TaskStoreError(
-                        .corrupt, path: path, message: "task '\(id)' cannot be read: unknown status '\(row.text(at: 1))'")
-                }
-                return ClaimedRoot(
-                    id: id, status: status, kind: row.optionalText(at: 2), priority: Int(row.int64(at: 3)),
-                    createdAt: Date(storedMilliseconds: row.int64(at: 4)),
-                    nextAttemptAt: row.optionalInt64(at: 5).map(Date.init(storedMilliseconds:)),
-                    previousOwner: row.optionalText(at: 6))
+            let claimed = candidates.sorted {
+                ($0.priority, $1.createdAt, $1.id) > ($1.priority, $0.createdAt, $0.id)
+            }.prefix(claim.limit)
+            // Taken in the same transaction, each row only while it still has the owner it was read with.
+            let take = try connection.cachedStatement("UPDATE tasks SET owner_id = ? WHERE id = ? AND owner_id IS ?")
+            for root in claimed {
+                defer { take.reset() }
+                try take.bind(claim.newOwner, at: 1)
+                try take.bind(root.id, at: 2)
+                try take.bindOptional(root.previousOwner, at: 3)
+                try take.step()
             }
-            guard !claimed.isEmpty else { return [] }
-            // `?1` is the new owner; the chunk's placeholders follow as 2, 3, ….
-            try connection.execute("UPDATE tasks SET owner_id = ?1 WHERE id IN (\(chunk))", parameters)
-            guard connection.changes == claimed.count else {
-                throw TaskStoreError(.other, path: path, message: "a claim read \(claimed.count) roots but took \(connection.changes)")
-            }
-            return claimed
+            return Array(claimed)
         }
     }
 

@@ -23,6 +23,7 @@ public actor SQLiteTaskStore: TaskStoreBackend {
         /// `.full`: every commit is synced to the disk.
         public enum Synchronous: Sendable { case normal, full }
 
+        /// How commits reach the disk (`.normal` by default).
         public var synchronous: Synchronous = .normal
         /// How long to wait for another process's write lock before failing with `.busy`.
         public var busyTimeout: Duration = .seconds(5)
@@ -32,6 +33,7 @@ public actor SQLiteTaskStore: TaskStoreBackend {
         /// file that the database's writer could not use.
         public var readOnly = false
 
+        /// The defaults: created when missing, writable, `synchronous=NORMAL`, a 5 s busy timeout.
         public init() {}
     }
 
@@ -46,6 +48,7 @@ public actor SQLiteTaskStore: TaskStoreBackend {
     /// Narrow UPDATE statements by the columns they write (and whether they check the owner).
     var updateStatements: [UInt32: SQLiteStatement] = [:]
 
+    /// The store's dispatch queue: its statements never block Swift's cooperative thread pool.
     public nonisolated var unownedExecutor: UnownedSerialExecutor { queue.asUnownedSerialExecutor() }
 
     /// Opens the database at `path`, creating and migrating it as needed.

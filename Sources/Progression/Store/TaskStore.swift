@@ -75,12 +75,14 @@ public struct TaskQuery: Sendable, Hashable {
     public var nameContains: String?
     /// The order; `reverse` turns it around (oldest, least recently changed, least advanced first).
     public var sort: Sort
+    /// Turns the order around.
     public var reverse: Bool
     /// At most this many (0 or more).
     public var limit: Int
     /// Skip this many first.
     public var offset: Int
 
+    /// A query; by default every root, newest first, 50 at a time.
     public init(
         statuses: Set<TaskStatus>? = nil, kind: String? = nil, createdSince: Date? = nil, createdUntil: Date? = nil,
         nameContains: String? = nil, sort: Sort = .created, reverse: Bool = false, limit: Int = 50, offset: Int = 0
@@ -125,6 +127,7 @@ public struct EventQuery: Sendable, Hashable {
     /// The last `limit` events instead of the first (still returned oldest first).
     public var tail: Bool
 
+    /// The history of `taskID` and the nodes below it; by default its first 1,000 events.
     public init(
         taskID: String, after: Int64? = nil, since: Date? = nil, kinds: Set<TaskEvent.Kind>? = nil, limit: Int = 1000,
         tail: Bool = false
@@ -159,6 +162,7 @@ public struct TaskStoreStatistics: Sendable, Hashable, Codable {
     /// Size of the database in bytes (0 for the in-memory store).
     public var databaseBytes: Int64
 
+    /// Counts as given.
     public init(
         rootsByStatus: [String: Int] = [:], rootsByKind: [String: Int] = [:], oldestPendingCreatedAt: Date? = nil,
         events: Int = 0, databaseBytes: Int64 = 0
@@ -170,6 +174,7 @@ public struct TaskStoreStatistics: Sendable, Hashable, Codable {
         self.databaseBytes = databaseBytes
     }
 
+    /// Encodes every field, `null` when absent.
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(rootsByStatus, forKey: .rootsByStatus)

@@ -7,6 +7,7 @@ import Foundation
 /// catch let error as TaskStoreError where error.reason == .conflict { … }
 /// ```
 public struct TaskStoreError: Error, Sendable, Hashable, LocalizedError, CustomStringConvertible {
+    /// What kind of failure it is.
     public enum Reason: String, Sendable, Hashable, Codable {
         /// The file cannot be opened: a missing directory, a file that does not exist where one is required.
         case cannotOpen
@@ -35,6 +36,7 @@ public struct TaskStoreError: Error, Sendable, Hashable, LocalizedError, CustomS
         case other
     }
 
+    /// What kind of failure it is.
     public var reason: Reason
     /// The database file, when there is one.
     public var path: String?
@@ -43,6 +45,7 @@ public struct TaskStoreError: Error, Sendable, Hashable, LocalizedError, CustomS
     /// SQLite's extended result code, when the error came from SQLite.
     public var sqliteCode: Int32?
 
+    /// An error of `reason` about the database at `path`.
     public init(_ reason: Reason, path: String? = nil, message: String, sqliteCode: Int32? = nil) {
         self.reason = reason
         self.path = path
@@ -50,8 +53,10 @@ public struct TaskStoreError: Error, Sendable, Hashable, LocalizedError, CustomS
         self.sqliteCode = sqliteCode
     }
 
+    /// The description for people.
     public var errorDescription: String? { description }
 
+    /// What went wrong and where, e.g. "the database '/var/lib/tasks.sqlite' is locked by another process: …".
     public var description: String {
         let location = path.map { " '\($0)'" } ?? ""
         let summary: String =
@@ -69,5 +74,18 @@ public struct TaskStoreError: Error, Sendable, Hashable, LocalizedError, CustomS
             case .other: "database error\(location)"
             }
         return "\(summary): \(message)"
+    }
+}
+
+extension TaskStoreError {
+    /// Whether the failure is the storage's state rather than the data's or the file's: a full disk, an I/O error, a
+    /// lock held too long, a permission that may be given back. The executor waits and tries again after these; the
+    /// others (a damaged or foreign file, a newer schema, a conflict, bad data) are final.
+    package var isTransient: Bool {
+        switch reason {
+        case .busy, .other, .readOnly, .cannotOpen: true
+        case .notADatabase, .foreignDatabase, .corrupt, .schemaTooNew, .conflict, .constraint, .notFound, .cancelled:
+            false
+        }
     }
 }

@@ -18,14 +18,14 @@ extension Progressctl {
         @OptionGroup var options: GlobalOptions
 
         /// `doctor --json`.
-        struct DoctorJSON: Codable {
-            struct Owner: Codable {
+        struct DoctorJSON: Encodable {
+            struct Owner: Encodable {
                 var id: String
                 var host: String
                 var pid: Int32
                 var startedAt: Date
                 var heartbeatAt: Date
-                var stoppedAt: Date?
+                @Null var stoppedAt: Date?
                 var liveness: String
                 var alive: Bool
                 var unfinishedTasks: Int

@@ -8,50 +8,80 @@ extension Progressctl {
         static let configuration = CommandConfiguration(
             abstract: "Show the history of a task and its subtree, oldest first.",
             discussion: """
+                Filters: --task narrows it to one subtask of the tree and the nodes below it (its name, its path of \
+                names from the root, or its id), --event to some kinds of event, --since to the recent ones; --tail \
+                keeps the last N of what remains (still printed oldest first).
+
+                Event kinds: \(TaskEvent.Kind.allCases.map(\.rawValue).joined(separator: ", ")).
+
                 Examples:
-                  progressctl history 3f2a
-                  progressctl history 3f2a --json
+                  progressctl history 8k3fq2xa
+                  progressctl history 8k3fq2xa --tail 20
+                  progressctl history 8k3fq2xa --event failed --event retried --since 1d
+                  progressctl history 8k3fq2xa --task download --json
                 """)
 
         @OptionGroup var options: GlobalOptions
 
-        @Argument(help: "The task id, or a unique prefix of it.")
+        @Argument(help: "The task id, or a unique prefix of it (or ROOT/NAME for a subtask).")
         var id: String
 
+        @Option(name: .long, parsing: .unconditional, help: ArgumentHelp("Only the last N events.", valueName: "n"))
+        var tail: Int?
+
+        @Option(name: .long, help: ArgumentHelp("Only events within a duration (30m, 12h, 7d) or since an ISO-8601 date.", valueName: "duration|date"))
+        var since: String?
+
+        @Option(name: .customLong("event"), help: ArgumentHelp("Only events of this kind (repeat, or a comma list).", valueName: "kind"))
+        var events: [String] = []
+
+        @Option(name: .long, help: ArgumentHelp("Only this subtask of the tree (a name, a path of names, or an id) and the nodes below it.", valueName: "task"))
+        var task: String?
+
         /// An event as `--json` shows it.
-        struct EventJSON: Codable {
-            var sequence: Int64?
+        struct EventJSON: Encodable {
+            @Null var sequence: Int64?
             var taskID: String
-            var taskName: String?
+            @Null var taskName: String?
             var kind: String
             var at: Date
             var attempt: Int
-            var progress: Double?
-            var message: String?
-            var errorType: String?
+            @Null var progress: Double?
+            @Null var message: String?
+            @Null var errorType: String?
         }
 
         func run() async throws {
+            if let tail, tail < 0 { throw CLIError.usage("--tail must be 0 or more") }
+            let kinds = try Self.kinds(events)
+            let eventsSince = try since.map { try InputParsing.since($0, option: "--since") }
             let store = try options.openStore(readOnly: true)
-            let task = try await store.resolveTask(id)
-            let nodes = try await store.checked { try await $0.tree(of: task.id) }
+            var top = try await store.resolveTask(id)
+            if let task { top = try await Self.resolve(task, in: top, store: store) }
+            let nodes = try await store.checked { [top] in try await $0.tree(of: top.id) }
             let names = Dictionary(nodes.map { ($0.id, $0.name) }, uniquingKeysWith: { first, _ in first })
-            var events: [TaskEvent] = []
-            var cursor: Int64? = nil
-            while true {
-                let page = try await store.checked { try await $0.events(of: task.id, after: cursor, limit: 1000) }
-                events += page
-                guard page.count == 1000, let last = page.last?.sequence else { break }
-                cursor = last
+            var query = EventQuery(taskID: top.id, since: eventsSince, kinds: kinds)
+            var history: [TaskEvent] = []
+            if let tail {
+                query.limit = tail
+                query.tail = true
+                history = try await store.checked { [query] in try await $0.events(query) }
+            } else {
+                while true {
+                    let page = try await store.checked { [query] in try await $0.events(query) }
+                    history += page
+                    guard page.count == query.limit, let last = page.last?.sequence else { break }
+                    query.after = last
+                }
             }
             if options.json {
-                try JSONOutput.print(events.map {
+                try JSONOutput.print(history.map {
                     EventJSON(sequence: $0.sequence, taskID: $0.taskID, taskName: names[$0.taskID], kind: $0.kind.rawValue,
                               at: $0.at, attempt: $0.attempt, progress: $0.progress, message: $0.message, errorType: $0.errorType)
                 })
                 return
             }
-            let rows = events.map { event -> [String] in
+            let rows = history.map { event -> [String] in
                 var text = event.message ?? ""
                 if let type = event.errorType { text = "\(type): \(text)" }
                 let kind = event.kind == .failed ? Terminal.paint(event.kind.rawValue, .red) : event.kind.rawValue
@@ -61,6 +91,33 @@ extension Progressctl {
             for line in Format.table(header: ["TIME", "TASK", "EVENT", "ATTEMPT", "PROGRESS", "MESSAGE"], rows: rows) {
                 Terminal.output(line)
             }
+        }
+
+        /// Event kinds from repeated `--event` options, each possibly a comma list; `nil` when none is given.
+        static func kinds(_ values: [String]) throws -> Set<TaskEvent.Kind>? {
+            guard !values.isEmpty else { return nil }
+            var kinds = Set<TaskEvent.Kind>()
+            for name in values.flatMap({ $0.split(separator: ",") }).map({ $0.trimmingCharacters(in: .whitespaces) })
+            where !name.isEmpty {
+                guard let kind = TaskEvent.Kind(rawValue: name.lowercased()) else {
+                    throw CLIError.usage(
+                        "invalid event kind '\(name)' (expected one of: \(TaskEvent.Kind.allCases.map(\.rawValue).joined(separator: ", ")))")
+                }
+                kinds.insert(kind)
+            }
+            return kinds
+        }
+
+        /// The subtask of `top`'s tree that `reference` names: a task id in the tree, else a name or path of names
+        /// below the tree's root.
+        static func resolve(_ reference: String, in top: TaskRecord, store: OperatorStore) async throws -> TaskRecord {
+            if let exact = try await store.checked({ try await $0.task(id: reference) }) {
+                guard exact.rootID == top.rootID else {
+                    throw CLIError("task '\(reference.escapedForTerminal)' is not part of '\(top.rootID)'")
+                }
+                return exact
+            }
+            return try await store.resolveTask("\(top.rootID)/\(reference)")
         }
     }
 }

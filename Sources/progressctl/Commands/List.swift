@@ -3,64 +3,88 @@ import Foundation
 import Progression
 
 extension Progressctl {
-    /// Lists root tasks, newest first.
+    /// Lists root tasks, newest first, with the total that match.
     struct List: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "List tasks (roots), newest first.",
+            abstract: "List tasks (roots), newest first, and how many match.",
             discussion: """
+                The last line counts the tasks shown and those that match (`50 of 5,004 tasks`); --limit 0 prints \
+                only that line. --json prints the tasks as an array.
+
                 Examples:
                   progressctl list
                   progressctl list --status failed --status cancelled --kind import
                   progressctl list --status running,paused --since 30m --limit 10
-                  progressctl list --since 2026-01-31 --json
+                  progressctl list --since 2026-01-31 --until 2026-02-01 --name nightly --json
+                  progressctl list --sort progress --reverse
+                  progressctl list --status failed --limit 0
                 """)
 
         @OptionGroup var options: GlobalOptions
+        @OptionGroup var filters: TaskFilterOptions
 
-        @Option(name: .long, help: ArgumentHelp("Only these statuses (repeat, or a comma list): pending, running, paused, completed, failed, cancelled.", valueName: "status"))
-        var status: [String] = []
+        @Option(name: .long, help: ArgumentHelp("The order: created (newest first), updated (most recently changed first) or progress (furthest along first).", valueName: "order"))
+        var sort: Order = .created
 
-        @Option(name: .long, help: "Only this job kind.")
-        var kind: String?
+        /// `--sort`.
+        enum Order: String, CaseIterable, ExpressibleByArgument {
+            case created, updated, progress
 
-        @Option(name: .long, help: ArgumentHelp("Only tasks created within a duration (30m, 12h, 7d) or since an ISO-8601 date.", valueName: "duration|date"))
-        var since: String?
+            var sort: TaskQuery.Sort {
+                switch self {
+                case .created: .created
+                case .updated: .updated
+                case .progress: .progress
+                }
+            }
+        }
 
-        @Option(name: .long, parsing: .unconditional, help: "At most this many tasks.")
+        @Flag(name: .long, help: "Turn the order around (oldest, least recently changed or least advanced first).")
+        var reverse = false
+
+        @Option(name: .long, parsing: .unconditional, help: "At most this many tasks (0: only count them).")
         var limit: Int = 50
 
         @Option(name: .long, parsing: .unconditional, help: "Skip this many tasks first.")
         var offset: Int = 0
 
         func run() async throws {
-            let statuses = try InputParsing.statuses(status)
-            let createdSince = try since.map { try InputParsing.since($0, option: "--since") }
+            var query = try filters.query()
             guard limit >= 0 else { throw CLIError.usage("--limit must be 0 or more") }
             guard offset >= 0 else { throw CLIError.usage("--offset must be 0 or more") }
+            query.sort = sort.sort
+            query.reverse = reverse
+            query.limit = limit
+            query.offset = offset
             let store = try options.openStore(readOnly: true)
-            let roots = try await store.checked {
-                try await $0.roots(TaskQuery(statuses: statuses, kind: kind, createdSince: createdSince, limit: limit, offset: offset))
-            }
+            let roots = limit == 0 ? [] : try await store.checked { [query] in try await $0.roots(query) }
             if options.json {
                 try JSONOutput.print(roots.map { TaskJSON($0) })
                 return
             }
-            if roots.isEmpty {
-                Terminal.standardError("no tasks")
-                return
+            let total = try await store.checked { [query] in try await $0.countRoots(query) }
+            if !roots.isEmpty {
+                let rows = roots.map { task in
+                    [
+                        task.id.escapedForTerminal, task.name.escapedForTerminal, task.kind?.escapedForTerminal ?? "-",
+                        Format.status(task.status), Format.bar(task.progress, width: 10),
+                        task.step?.escapedForTerminal ?? "-", "\(task.attempt)", Format.time(task.updatedAt),
+                    ]
+                }
+                for line in Format.table(
+                    header: ["ID", "NAME", "KIND", "STATUS", "PROGRESS", "STEP", "ATTEMPT", "UPDATED"], rows: rows)
+                {
+                    Terminal.output(line)
+                }
             }
-            let rows = roots.map { task in
-                [
-                    task.id.escapedForTerminal, task.name.escapedForTerminal, task.kind?.escapedForTerminal ?? "-",
-                    Format.status(task.status), Format.bar(task.progress, width: 10),
-                    task.step?.escapedForTerminal ?? "-", "\(task.attempt)", Format.time(task.updatedAt),
-                ]
-            }
-            for line in Format.table(
-                header: ["ID", "NAME", "KIND", "STATUS", "PROGRESS", "STEP", "ATTEMPT", "UPDATED"], rows: rows)
-            {
-                Terminal.output(line)
-            }
+            Terminal.output(Terminal.paint(Self.footer(shown: roots.count, total: total, offset: offset), .dim))
+        }
+
+        /// `50 of 5,004 tasks`; `50 of 5,004 tasks, from number 101` after an offset.
+        static func footer(shown: Int, total: Int, offset: Int) -> String {
+            var footer = "\(Format.count(shown)) of \(Format.tasks(total))"
+            if offset > 0, shown > 0 { footer += ", from number \(Format.count(offset + 1))" }
+            return footer
         }
     }
 }

@@ -8,10 +8,18 @@ extension Progressctl {
         static let configuration = CommandConfiguration(
             abstract: "Show a task's tree: progress, status, step, attempt, error and times of every node.",
             discussion: """
+                For the task asked for it also prints its idempotency key, its input and its result, as indented \
+                JSON (at most \(maximumJSONLines) lines each). --json gives every node's fields, with `input` and \
+                `result` as JSON values.
+
                 Examples:
-                  progressctl show 3f2a
-                  progressctl show 3f2a --json
+                  progressctl show 8k3fq2xa
+                  progressctl show 8k3fq2xa/download
+                  progressctl show 8k3fq2xa --json
                 """)
+
+        /// The most lines of an input or result printed for people.
+        static let maximumJSONLines = 100
 
         @OptionGroup var options: GlobalOptions
 
@@ -45,10 +53,27 @@ extension Progressctl {
                 if let finished = node.finishedAt { times += "  finished \(Format.time(finished))" }
                 if let next = node.nextAttemptAt { times += "  next attempt \(Format.time(next))" }
                 Terminal.output(times)
+                if node.id == task.id { printPayload(of: node, indent: indent + "    ") }
                 if node.errorType != nil || node.errorDescription != nil {
                     let type = node.errorType.map { "\($0): " } ?? ""
                     let text = "error: \(type)\(node.errorDescription ?? "")".escapedForTerminal
                     Terminal.output("\(indent)    " + Terminal.paint(text, .red))
+                }
+            }
+        }
+
+        /// The idempotency key, input and result of `node`, when it has them.
+        private func printPayload(of node: TaskRecord, indent: String) {
+            if let key = node.idempotencyKey { Terminal.output("\(indent)idempotency key \(key.escapedForTerminal)") }
+            for (label, data) in [("input", node.input), ("result", node.result)] {
+                guard let value = JSONValue.stored(data) else { continue }
+                Terminal.output("\(indent)\(label):")
+                let lines = value.prettyText.split(separator: "\n", omittingEmptySubsequences: false)
+                for line in lines.prefix(Self.maximumJSONLines) {
+                    Terminal.output("\(indent)  \(String(line).escapedForTerminal)")
+                }
+                if lines.count > Self.maximumJSONLines {
+                    Terminal.output("\(indent)  … \(Format.count(lines.count - Self.maximumJSONLines)) more lines (--json shows all)")
                 }
             }
         }

@@ -18,12 +18,12 @@ extension Progressctl {
         @OptionGroup var options: GlobalOptions
 
         /// `stats --json`.
-        struct StatsJSON: Codable {
+        struct StatsJSON: Encodable {
             var byStatus: [String: Int]
             var byKind: [String: Int]
             var total: Int
-            var oldestPendingCreatedAt: Date?
-            var failureRate: Double?
+            @Null var oldestPendingCreatedAt: Date?
+            @Null var failureRate: Double?
             var events: Int
             var databaseBytes: Int64
         }
@@ -49,7 +49,7 @@ extension Progressctl {
             }
             if !report.byKind.isEmpty {
                 Terminal.output("by kind:")
-                let width = report.byKind.keys.map(\.escapedForTerminal.count).max() ?? 0
+                let width = report.byKind.keys.map(\.escapedForTerminal.visibleWidth).max() ?? 0
                 for (kind, count) in report.byKind.sorted(by: { $0.key < $1.key }) {
                     Terminal.output("  \(kind.escapedForTerminal.rightPadded(to: width)) \(count)")
                 }

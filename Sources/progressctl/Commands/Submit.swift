@@ -3,26 +3,40 @@ import Foundation
 import Progression
 
 extension Progressctl {
-    /// Queues a job for an executor that registered its kind.
+    /// Queues jobs for an executor that registered their kind.
     struct Submit: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Submit a job: a pending root of a registered kind with a JSON input. Prints its id.",
+            abstract: "Submit a job (a pending root of a registered kind with a JSON input), or many from JSON lines. Prints the ids.",
             discussion: """
-                The next executor that registered KIND runs it. With an idempotency key that a job of the same kind \
-                already has, nothing is written and that job's id is printed.
+                The next executor that registered the kind runs it, with the options the kind was registered with; \
+                --retryable, --pausable and --priority go over them. With an idempotency key that a job of the same \
+                kind already has, nothing is written and that job's id is printed.
+
+                --from FILE (or - for stdin) reads one job per line, as a JSON object:
+                  {"kind": "import", "input": {"file": "a.csv"}, "idempotencyKey": "a.csv", "priority": 5}
+                "input" (any JSON) is required; "kind" too unless KIND is given for every line; "idempotencyKey" \
+                (a string), "priority" (an integer), "retryable" and "pausable" (true or false) are optional and go \
+                over the command line's. Blank lines are skipped; any other field is an error. All the jobs are \
+                written in one transaction: a line that is not such an object is reported with its number and \
+                nothing is written. The ids are printed one per line, in the order of the lines.
 
                 Examples:
                   progressctl submit import --input '{"file": "a.csv"}'
                   progressctl submit import --input '{"file": "a.csv"}' --idempotency-key a.csv --retryable --priority 5
+                  progressctl submit --from jobs.jsonl
+                  ls *.csv | jq -R -c '{input: {file: .}, idempotencyKey: .}' | progressctl submit import --from -
                 """)
 
         @OptionGroup var options: GlobalOptions
 
-        @Argument(help: "The job kind, as the executor registered it.")
-        var kind: String
+        @Argument(help: "The job kind, as the executor registered it (with --from: of the lines without a kind).")
+        var kind: String?
 
         @Option(name: .long, help: ArgumentHelp("The job's input, as JSON.", valueName: "json"))
-        var input: String
+        var input: String?
+
+        @Option(name: .long, help: ArgumentHelp("Read jobs from a file of JSON lines (- for stdin) and submit them at once.", valueName: "file"))
+        var from: String?
 
         @Option(name: .long, help: "The task id (default: a new short id, as the library gives).")
         var id: String?
@@ -39,16 +53,40 @@ extension Progressctl {
         @Flag(inversion: .prefixedNo, help: "Whether the job may be paused (default: the kind's).")
         var pausable: Bool?
 
-        /// `submit --json`.
-        struct SubmitJSON: Codable {
+        /// `submit --json`: one object; with `--from`, an array of them in the order of the lines.
+        struct SubmitJSON: Encodable {
             var id: String
             /// `false` when a job with the idempotency key existed.
             var created: Bool
+            /// The line of `--from` (`null` without it).
+            @Null var line: Int?
+        }
+
+        func validate() throws {
+            if from != nil {
+                if input != nil { throw ValidationError("--input and --from exclude each other: the lines carry the inputs") }
+                if id != nil { throw ValidationError("--id goes with one job, not with --from") }
+                if idempotencyKey != nil { throw ValidationError("--idempotency-key goes with one job; with --from give \"idempotencyKey\" per line") }
+            } else {
+                if kind == nil { throw ValidationError("give the job kind (or --from FILE)") }
+                if input == nil { throw ValidationError("give the job's input with --input JSON (or --from FILE)") }
+            }
         }
 
         func run() async throws {
-            guard !kind.isEmpty else { throw CLIError.usage("the kind must not be empty") }
-            let data = Data(input.utf8)
+            if let kind, kind.isEmpty { throw CLIError.usage("the kind must not be empty") }
+            if let from {
+                try await submitLines(from: from)
+            } else {
+                try await submitOne()
+            }
+        }
+
+        // MARK: One job
+
+        private func submitOne() async throws {
+            let kind = kind ?? ""
+            let data = Data((input ?? "").utf8)
             do {
                 _ = try JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed])
             } catch {
@@ -67,11 +105,11 @@ extension Progressctl {
             } else {
                 taskID = TaskIdentifier.root(try await store.checked { try await $0.reserveIdentifiers(1) }.lowerBound)
             }
-            let taskOptions = try await options(for: store)
-            let record = TaskRecord(
-                id: taskID, name: kind, kind: kind, input: data, idempotencyKey: idempotencyKey, options: taskOptions,
-                status: .pending, priority: taskOptions.priority, createdAt: now)
-            let event = TaskEvent(taskID: taskID, rootID: taskID, kind: .created, at: now, attempt: 1, message: "submitted by progressctl")
+            let registered = try await store.checked { try await $0.registeredKinds() }
+            let taskOptions = Self.options(
+                registered: registered[kind], retryable: retryable, pausable: pausable, priority: priority)
+            let (record, event) = Self.job(
+                id: taskID, kind: kind, input: data, idempotencyKey: idempotencyKey, options: taskOptions, at: now)
             do {
                 try await store.insert([record], events: [event])
             } catch let error as TaskStoreError where error.reason == .conflict {
@@ -89,12 +127,24 @@ extension Progressctl {
             try report(taskID, created: true)
         }
 
-        /// The kind's registered options with what the command line gives over them. When no executor of this
-        /// database registered the kind yet, the given fields are marked so that the executor that runs the job fills
-        /// in the others from its kind.
-        private func options(for store: OperatorStore) async throws -> TaskOptions {
+        private func report(_ id: String, created: Bool) throws {
+            if options.json {
+                try JSONOutput.print(SubmitJSON(id: id, created: created, line: nil))
+            } else {
+                if !created {
+                    Terminal.standardError("a job of kind '\(kind ?? "")' with idempotency key '\(idempotencyKey ?? "")' exists: \(id)")
+                }
+                Terminal.output(id.escapedForTerminal)
+            }
+        }
+
+        // MARK: Shared
+
+        /// A kind's registered options with what the command line (or a line of `--from`) gives over them. When no
+        /// executor of this database registered the kind yet, the given fields are marked so that the executor that
+        /// runs the job fills in the others from its kind.
+        static func options(registered: TaskOptions?, retryable: Bool?, pausable: Bool?, priority: Int?) -> TaskOptions {
             var given: Set<TaskOptions.Field> = []
-            let registered = try await store.checked { try await $0.registeredKinds() }[kind]
             var options = registered ?? .default
             if let retryable {
                 options.canRetry = retryable
@@ -112,13 +162,234 @@ extension Progressctl {
             return options
         }
 
-        private func report(_ id: String, created: Bool) throws {
-            if options.json {
-                try JSONOutput.print(SubmitJSON(id: id, created: created))
-            } else {
-                if !created { Terminal.standardError("a job of kind '\(kind)' with idempotency key '\(idempotencyKey ?? "")' exists: \(id)") }
-                Terminal.output(id)
+        /// A pending root job and its `created` event.
+        static func job(
+            id: String, kind: String, input: Data, idempotencyKey: String?, options: TaskOptions, at now: Date
+        ) -> (TaskRecord, TaskEvent) {
+            let record = TaskRecord(
+                id: id, name: kind, kind: kind, input: input, idempotencyKey: idempotencyKey, options: options,
+                status: .pending, priority: options.priority, createdAt: now)
+            let event = TaskEvent(
+                taskID: id, rootID: id, kind: .created, at: now, attempt: 1, message: "submitted by progressctl")
+            return (record, event)
+        }
+
+        // MARK: Many jobs
+
+        private func submitLines(from source: String) async throws {
+            let text = try Self.read(source)
+            let jobs: [JobLine]
+            switch JobLine.parse(text, defaultKind: kind) {
+            case .success(let parsed): jobs = parsed
+            case .failure(let errors):
+                for error in errors.lines.dropLast() { Terminal.standardError("progressctl: error: \(error)") }
+                throw CLIError.usage(errors.lines.last ?? "no jobs")
+            }
+            let store = try options.openStore(readOnly: false)
+            guard !jobs.isEmpty else {
+                if options.json { try JSONOutput.print([SubmitJSON]()) }
+                Terminal.standardError("no jobs to submit in '\(source)'")
+                return
+            }
+            let registered = try await store.checked { try await $0.registeredKinds() }
+            // A job whose key another job of the database has is not written again; nor is a second line with the
+            // same kind and key. A race with another submit is lost at most twice.
+            var attempt = 0
+            while true {
+                attempt += 1
+                let plan = try await plan(jobs, registered: registered, store: store)
+                do {
+                    try await store.insert(plan.records, events: plan.events)
+                    try report(plan.results, jobs: jobs)
+                    return
+                } catch let error as TaskStoreError where error.reason == .conflict && attempt < 3 {
+                    continue
+                } catch let error as TaskStoreError where error.reason == .conflict {
+                    throw CLIError("\(error.message); another process submitted the same jobs meanwhile; nothing was written")
+                } catch let error as TaskStoreError {
+                    throw CLIError(store: error)
+                }
             }
         }
+
+        /// What one insert writes, and the id each line gets.
+        private struct Plan {
+            var records: [TaskRecord] = []
+            var events: [TaskEvent] = []
+            var results: [(id: String, created: Bool)] = []
+        }
+
+        /// What becomes of a line: a new job, a job of the database with its kind and key, or the same job as an
+        /// earlier line with them.
+        private enum Resolution {
+            case new
+            case stored(String)
+            case sameAs(Int)
+        }
+
+        private func plan(_ jobs: [JobLine], registered: [String: TaskOptions], store: OperatorStore) async throws -> Plan {
+            var resolutions: [Resolution] = []
+            var firstWithKey: [String: Int] = [:]
+            for (index, job) in jobs.enumerated() {
+                guard let key = job.idempotencyKey else {
+                    resolutions.append(.new)
+                    continue
+                }
+                let identity = "\(job.kind)\u{0}\(key)"
+                if let first = firstWithKey[identity] {
+                    resolutions.append(.sameAs(first))
+                } else if let stored = try await store.checked({ try await $0.root(kind: job.kind, idempotencyKey: key) }) {
+                    firstWithKey[identity] = index
+                    resolutions.append(.stored(stored.id))
+                } else {
+                    firstWithKey[identity] = index
+                    resolutions.append(.new)
+                }
+            }
+            let newCount = resolutions.filter { if case .new = $0 { true } else { false } }.count
+            let identifiers = newCount == 0 ? 0..<0 : try await store.checked { try await $0.reserveIdentifiers(newCount) }
+            var nextIdentifier = identifiers.lowerBound
+            let now = Date()
+            var plan = Plan()
+            for (job, resolution) in zip(jobs, resolutions) {
+                switch resolution {
+                case .stored(let id):
+                    plan.results.append((id, false))
+                case .sameAs(let first):
+                    plan.results.append((plan.results[first].id, false))
+                case .new:
+                    let id = TaskIdentifier.root(nextIdentifier)
+                    nextIdentifier += 1
+                    let taskOptions = Self.options(
+                        registered: registered[job.kind], retryable: job.retryable ?? retryable,
+                        pausable: job.pausable ?? pausable, priority: job.priority ?? priority)
+                    let (record, event) = Self.job(
+                        id: id, kind: job.kind, input: job.input, idempotencyKey: job.idempotencyKey,
+                        options: taskOptions, at: now)
+                    plan.records.append(record)
+                    plan.events.append(event)
+                    plan.results.append((id, true))
+                }
+            }
+            return plan
+        }
+
+        private func report(_ results: [(id: String, created: Bool)], jobs: [JobLine]) throws {
+            if options.json {
+                try JSONOutput.print(
+                    zip(results, jobs).map { SubmitJSON(id: $0.0.id, created: $0.0.created, line: $0.1.line) })
+                return
+            }
+            Terminal.write(results.map { $0.id.escapedForTerminal + "\n" }.joined())
+            let existing = results.filter { !$0.created }.count
+            if existing > 0 {
+                Terminal.standardError(
+                    "\(Format.count(existing)) of \(Format.count(results.count)) jobs existed with their idempotency keys: their ids are printed, nothing new was written for them")
+            }
+        }
+
+        /// The text of `source`: a file, or stdin for `-`.
+        static func read(_ source: String) throws -> String {
+            let data: Data
+            if source == "-" {
+                data = FileHandle.standardInput.readDataToEndOfFile()
+            } else {
+                guard let contents = FileManager.default.contents(atPath: source) else {
+                    throw CLIError("cannot read '\(source)'")
+                }
+                data = contents
+            }
+            guard let text = String(data: data, encoding: .utf8) else {
+                throw CLIError.usage("'\(source)' is not UTF-8 text")
+            }
+            return text
+        }
+    }
+}
+
+/// One line of `submit --from`: `{"kind": …, "input": …, "idempotencyKey": …, "priority": …, "retryable": …,
+/// "pausable": …}`.
+struct JobLine {
+    /// The line's number in the file, from 1.
+    var line: Int
+    var kind: String
+    /// The input as compact JSON, keys sorted.
+    var input: Data
+    var idempotencyKey: String?
+    var priority: Int?
+    var retryable: Bool?
+    var pausable: Bool?
+
+    static let fields = ["kind", "input", "idempotencyKey", "priority", "retryable", "pausable"]
+
+    /// Every bad line, as `line 3: …`.
+    struct Errors: Error {
+        var lines: [String]
+    }
+
+    /// The jobs of `text`, one per non-blank line, or every line's error.
+    static func parse(_ text: String, defaultKind: String?) -> Result<[JobLine], Errors> {
+        var jobs: [JobLine] = []
+        var errors: [String] = []
+        for (offset, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            let line = raw.trimmingCharacters(in: .whitespacesAndNewlines)
+            guard !line.isEmpty else { continue }
+            switch parse(line, number: offset + 1, defaultKind: defaultKind) {
+            case .success(let job): jobs.append(job)
+            case .failure(let error): errors.append("line \(offset + 1): \(error.lines.joined(separator: "; "))")
+            }
+        }
+        return errors.isEmpty ? .success(jobs) : .failure(Errors(lines: errors))
+    }
+
+    private static func parse(_ line: String, number: Int, defaultKind: String?) -> Result<JobLine, Errors> {
+        guard let value = JSONValue(data: Data(line.utf8)), case .object(let object) = value else {
+            return .failure(Errors(lines: ["not a JSON object (expected e.g. {\"kind\": \"import\", \"input\": {…}})"]))
+        }
+        var problems: [String] = []
+        for key in object.keys.sorted() where !fields.contains(key) {
+            problems.append("unknown field '\(key)' (expected \(fields.joined(separator: ", ")))")
+        }
+        var kind = defaultKind
+        switch object["kind"] {
+        case nil, .null: break
+        case .string(let text) where !text.isEmpty: kind = text
+        default: problems.append("\"kind\" must be a non-empty string")
+        }
+        if kind == nil { problems.append("no \"kind\" (give it on the line, or KIND for every line)") }
+        var input = Data()
+        if let value = object["input"] {
+            input = value.compactData
+        } else {
+            problems.append("no \"input\" (give the job's input as JSON; null for none)")
+        }
+        var key: String?
+        switch object["idempotencyKey"] {
+        case nil, .null: break
+        case .string(let text) where !text.isEmpty: key = text
+        default: problems.append("\"idempotencyKey\" must be a non-empty string")
+        }
+        var priority: Int?
+        switch object["priority"] {
+        case nil, .null: break
+        case .integer(let number) where Int(exactly: number) != nil: priority = Int(number)
+        default: problems.append("\"priority\" must be an integer")
+        }
+        func flag(_ name: String) -> Bool? {
+            switch object[name] {
+            case nil, .null: return nil
+            case .bool(let value): return value
+            default:
+                problems.append("\"\(name)\" must be true or false")
+                return nil
+            }
+        }
+        let retryable = flag("retryable")
+        let pausable = flag("pausable")
+        guard problems.isEmpty, let kind else { return .failure(Errors(lines: problems)) }
+        return .success(
+            JobLine(
+                line: number, kind: kind, input: input, idempotencyKey: key, priority: priority, retryable: retryable,
+                pausable: pausable))
     }
 }

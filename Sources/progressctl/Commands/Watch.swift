@@ -14,7 +14,7 @@ extension Progressctl {
                 it was): a line counting the tasks by status, then each watched root with its bar, percent, rate, \
                 time left, step, status and short id, and below it only its running, paused and failed tasks, the \
                 other children of each parent counted on one line. It fits the terminal's size and follows its \
-                changes. Colour is off when NO_COLOR is set.
+                changes. Colour is off when NO_COLOR is set or with --color never.
 
                 Otherwise it prints one line per root whose status, percent or step changed: id, status, percent, \
                 step, and the rate and time left when known (with --all, a line per changed task of the trees; with \
@@ -53,10 +53,9 @@ extension Progressctl {
             var taskID: String?
             if let id { taskID = try await store.resolveTask(id).id }
             let dashboard = Terminal.isInteractive && !options.json
-            let noColor = ProcessInfo.processInfo.environment["NO_COLOR"].map { !$0.isEmpty } ?? false
             let configuration = WatchSession.Configuration(
                 taskID: taskID, untilDone: untilDone, all: all, json: options.json, dashboard: dashboard,
-                color: dashboard && !noColor, interval: .milliseconds(Int64((interval * 1000).rounded())))
+                color: dashboard && Terminal.usesColor, interval: .milliseconds(Int64((interval * 1000).rounded())))
             try await WatchSession(configuration: configuration, store: store, database: database).run()
         }
     }

@@ -66,27 +66,87 @@ enum Format {
         return String(format: "%.1f %@", value, units[unit])
     }
 
-    /// Rows as left-aligned columns separated by two spaces; `header` is printed first. Widths ignore ANSI colour.
+    /// Rows as left-aligned columns separated by two spaces, without trailing spaces; `header` is printed first.
+    ///
+    /// Widths are counted in terminal cells (``TerminalWidth``: East Asian wide characters and emoji take two, combining
+    /// marks none), so columns line up after names in any script; the colours of ``Terminal/paint(_:_:)`` take no
+    /// room. A control character left in a cell is written escaped (``printableCell(_:)``).
     static func table(header: [String], rows: [[String]]) -> [String] {
-        let all = [header] + rows
+        let all = ([header] + rows).map { $0.map(printableCell) }
         let columns = all.map(\.count).max() ?? 0
         var widths = Array(repeating: 0, count: columns)
         for row in all {
             for (index, cell) in row.enumerated() { widths[index] = max(widths[index], cell.visibleWidth) }
         }
         return all.enumerated().map { number, row in
-            let line = row.enumerated().map { index, cell in
+            var line = row.enumerated().map { index, cell in
                 index == row.count - 1 ? cell : cell.rightPadded(to: widths[index])
             }.joined(separator: "  ")
+            while line.last == " " { line.removeLast() }
             return number == 0 ? Terminal.paint(line, .bold) : line
         }
+    }
+
+    /// `cell` with its control characters escaped (``String/escapedForTerminal``), except the colour sequences
+    /// (`ESC [ … m`) that ``Terminal/paint(_:_:)`` puts around text.
+    static func printableCell(_ cell: String) -> String {
+        guard cell.unicodeScalars.contains(where: { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) }) else {
+            return cell
+        }
+        var result = ""
+        var plain = ""
+        var scalars = cell.unicodeScalars[...]
+        while let scalar = scalars.first {
+            if scalar == "\u{1B}", let length = colourSequenceLength(scalars) {
+                result += plain.escapedForTerminal
+                plain = ""
+                result.unicodeScalars.append(contentsOf: scalars.prefix(length))
+                scalars = scalars.dropFirst(length)
+            } else {
+                plain.unicodeScalars.append(scalar)
+                scalars = scalars.dropFirst()
+            }
+        }
+        return result + plain.escapedForTerminal
+    }
+
+    /// The length of the colour sequence `ESC [ digits and semicolons m` at the start of `scalars`, if there is one.
+    private static func colourSequenceLength(_ scalars: Substring.UnicodeScalarView) -> Int? {
+        var index = scalars.index(after: scalars.startIndex)
+        guard index < scalars.endIndex, scalars[index] == "[" else { return nil }
+        var length = 2
+        index = scalars.index(after: index)
+        while index < scalars.endIndex {
+            let scalar = scalars[index]
+            length += 1
+            if scalar == "m" { return length }
+            guard ("0"..."9").contains(scalar) || scalar == ";" else { return nil }
+            index = scalars.index(after: index)
+        }
+        return nil
+    }
+
+    /// `12,345`: a count with a comma between groups of three digits, whatever the locale.
+    static func count(_ value: Int) -> String {
+        let digits = String(value.magnitude)
+        var grouped = ""
+        for (index, digit) in digits.enumerated() {
+            if index > 0, (digits.count - index) % 3 == 0 { grouped += "," }
+            grouped.append(digit)
+        }
+        return (value < 0 ? "-" : "") + grouped
+    }
+
+    /// `1 task`, `12 tasks`, `5,004 tasks`.
+    static func tasks(_ value: Int) -> String {
+        "\(count(value)) task\(value == 1 ? "" : "s")"
     }
 }
 
 extension String {
-    /// The width on screen: characters outside ANSI escape sequences.
+    /// The width on screen in terminal cells (``TerminalWidth``), not counting colour sequences (`ESC [ … m`).
     var visibleWidth: Int {
-        var count = 0
+        var cells = 0
         var inEscape = false
         for scalar in unicodeScalars {
             if inEscape {
@@ -94,10 +154,10 @@ extension String {
             } else if scalar == "\u{1B}" {
                 inEscape = true
             } else {
-                count += 1
+                cells += TerminalWidth.width(of: scalar)
             }
         }
-        return count
+        return cells
     }
 
     func rightPadded(to width: Int) -> String {

@@ -1,19 +1,150 @@
 import Foundation
 import Progression
 
-/// JSON output: one document on stdout, keys sorted, times in ISO 8601.
+/// JSON output: one document on stdout, keys sorted, times in ISO 8601 with milliseconds, `null` for absent values.
 enum JSONOutput {
-    static func print<T: Encodable>(_ value: T) throws {
+    /// Times as `2026-11-21T08:17:55.123Z`: UTC, to the millisecond the store keeps.
+    static let dateEncodingStrategy = JSONEncoder.DateEncodingStrategy.custom { date, encoder in
+        var container = encoder.singleValueContainer()
+        try container.encode(date.formatted(timeFormat))
+    }
+
+    private static let timeFormat = Date.ISO8601FormatStyle(includingFractionalSeconds: true)
+
+    /// The encoder of every `--json` document.
+    static func encoder(pretty: Bool = true) -> JSONEncoder {
         let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-        encoder.dateEncodingStrategy = .iso8601
-        let data = try encoder.encode(value)
-        Terminal.output(String(decoding: data, as: UTF8.self))
+        encoder.outputFormatting = pretty ? [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes] : [.sortedKeys, .withoutEscapingSlashes]
+        encoder.dateEncodingStrategy = dateEncodingStrategy
+        return encoder
+    }
+
+    /// Prints `value` as one pretty-printed document; empty arrays and objects as `[]` and `{}`.
+    static func print<T: Encodable>(_ value: T) throws {
+        let text = String(decoding: try encoder().encode(value), as: UTF8.self)
+        // The encoder writes an empty container over three lines. A raw newline is never inside a JSON string.
+        Terminal.output(text.replacing(/\[\n\s*\n\s*\]/, with: "[]").replacing(/\{\n\s*\n\s*\}/, with: "{}"))
+    }
+}
+
+/// An optional value that a `--json` document writes as `null` when absent, never leaving its key out (what the
+/// synthesized `Encodable` does with a plain optional).
+///
+/// ```swift
+/// struct Report: Encodable { @Null var finishedAt: Date? }   // {"finishedAt": null}
+/// ```
+@propertyWrapper
+struct Null<Value> {
+    var wrappedValue: Value?
+
+    init(wrappedValue: Value?) {
+        self.wrappedValue = wrappedValue
+    }
+}
+
+extension Null: Encodable where Value: Encodable {
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        if let wrappedValue {
+            try container.encode(wrappedValue)
+        } else {
+            try container.encodeNil()
+        }
+    }
+}
+
+extension Null: Equatable where Value: Equatable {}
+extension Null: Sendable where Value: Sendable {}
+
+/// Any JSON value: a job's input or result shown as JSON inside a `--json` document, and pretty-printed by `show`.
+enum JSONValue: Codable, Equatable, Sendable {
+    case null
+    case bool(Bool)
+    case integer(Int64)
+    case number(Double)
+    case string(String)
+    case array([JSONValue])
+    case object([String: JSONValue])
+
+    /// The JSON in `data`, or `nil` when it is not JSON.
+    init?(data: Data) {
+        guard let value = try? JSONDecoder().decode(JSONValue.self, from: data) else { return nil }
+        self = value
+    }
+
+    /// Stored bytes as `--json` shows them: their JSON, or, for bytes that are not JSON (the library stores JSON,
+    /// so only another writer's), a string `base64:…`; `nil` for none.
+    static func stored(_ data: Data?) -> JSONValue? {
+        guard let data else { return nil }
+        return JSONValue(data: data) ?? .string("base64:" + data.base64EncodedString())
+    }
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        if container.decodeNil() {
+            self = .null
+        } else if let value = try? container.decode(Bool.self) {
+            self = .bool(value)
+        } else if let value = try? container.decode(Int64.self) {
+            self = .integer(value)
+        } else if let value = try? container.decode(Double.self) {
+            self = .number(value)
+        } else if let value = try? container.decode(String.self) {
+            self = .string(value)
+        } else if let value = try? container.decode([JSONValue].self) {
+            self = .array(value)
+        } else {
+            self = .object(try container.decode([String: JSONValue].self))
+        }
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        switch self {
+        case .null: try container.encodeNil()
+        case .bool(let value): try container.encode(value)
+        case .integer(let value): try container.encode(value)
+        case .number(let value): try container.encode(value)
+        case .string(let value): try container.encode(value)
+        case .array(let value): try container.encode(value)
+        case .object(let value): try container.encode(value)
+        }
+    }
+
+    /// Indented JSON with sorted keys, for people (`show`): two spaces a level, `"key": value`, empty objects and
+    /// arrays as `{}` and `[]`.
+    var prettyText: String {
+        prettyText(indent: "")
+    }
+
+    private func prettyText(indent: String) -> String {
+        let inner = indent + "  "
+        switch self {
+        case .array(let values) where !values.isEmpty:
+            return "[\n" + values.map { inner + $0.prettyText(indent: inner) }.joined(separator: ",\n") + "\n\(indent)]"
+        case .object(let members) where !members.isEmpty:
+            let lines = members.sorted { $0.key < $1.key }.map { key, value in
+                inner + JSONValue.string(key).compactText + ": " + value.prettyText(indent: inner)
+            }
+            return "{\n" + lines.joined(separator: ",\n") + "\n\(indent)}"
+        default:
+            return compactText
+        }
+    }
+
+    /// Compact JSON with sorted keys.
+    var compactText: String {
+        String(decoding: compactData, as: UTF8.self)
+    }
+
+    /// Compact JSON with sorted keys, as stored (`submit --from`).
+    var compactData: Data {
+        (try? JSONOutput.encoder(pretty: false).encode(self)) ?? Data("null".utf8)
     }
 }
 
 /// A task as `--json` shows it. Field names are stable; absent values are `null`.
-struct TaskJSON: Codable, Equatable {
+struct TaskJSON: Encodable, Equatable {
     var id: String
     var parentID: String?
     var rootID: String
@@ -32,7 +163,11 @@ struct TaskJSON: Codable, Equatable {
     var canPause: Bool
     var canRetry: Bool
     var checkpointBytes: Int
-    /// How deep in the tree shown (0 for the node asked for); only in `show`.
+    /// The job's input and result as JSON (see ``JSONValue/stored(_:)``).
+    var input: JSONValue?
+    var result: JSONValue?
+    var idempotencyKey: String?
+    /// How deep in the tree shown (0 for the node asked for); `null` outside `show`.
     var depth: Int?
     var createdAt: Date
     var startedAt: Date?
@@ -59,6 +194,9 @@ struct TaskJSON: Codable, Equatable {
         canPause = record.options.canPause
         canRetry = record.options.canRetry
         checkpointBytes = record.checkpoint?.count ?? 0
+        input = JSONValue.stored(record.input)
+        result = JSONValue.stored(record.result)
+        idempotencyKey = record.idempotencyKey
         self.depth = depth
         createdAt = record.createdAt
         startedAt = record.startedAt
@@ -69,8 +207,8 @@ struct TaskJSON: Codable, Equatable {
 
     enum CodingKeys: String, CodingKey {
         case id, parentID, rootID, name, kind, status, progress, step, attempt, interruptions, priority, errorType,
-            errorDescription, ownerID, canCancel, canPause, canRetry, checkpointBytes, depth, createdAt, startedAt,
-            updatedAt, finishedAt, nextAttemptAt
+            errorDescription, ownerID, canCancel, canPause, canRetry, checkpointBytes, input, result, idempotencyKey,
+            depth, createdAt, startedAt, updatedAt, finishedAt, nextAttemptAt
     }
 
     /// Writes `null` for absent values, so every document has the same fields.
@@ -94,7 +232,10 @@ struct TaskJSON: Codable, Equatable {
         try container.encode(canPause, forKey: .canPause)
         try container.encode(canRetry, forKey: .canRetry)
         try container.encode(checkpointBytes, forKey: .checkpointBytes)
-        try container.encodeIfPresent(depth, forKey: .depth)
+        try container.encode(input, forKey: .input)
+        try container.encode(result, forKey: .result)
+        try container.encode(idempotencyKey, forKey: .idempotencyKey)
+        try container.encode(depth, forKey: .depth)
         try container.encode(createdAt, forKey: .createdAt)
         try container.encode(startedAt, forKey: .startedAt)
         try container.encode(updatedAt, forKey: .updatedAt)

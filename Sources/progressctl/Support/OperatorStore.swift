@@ -47,6 +47,13 @@ final class OperatorStore: TaskStoreBackend {
         return []
     }
 
+    /// The database's size on disk: a SQLite file with its log, or a PostgreSQL schema's tables and indexes; 0 when
+    /// it cannot be read.
+    func databaseBytes() async -> Int64 {
+        if let sqlite { return Progressctl.Prune.databaseBytes(sqlite.path) }
+        return (try? await base.statistics().databaseBytes) ?? 0
+    }
+
     // MARK: TaskStore
 
     func task(id: String) async throws -> TaskRecord? { try await base.task(id: id) }

@@ -1,43 +1,43 @@
 import Foundation
 import Progression
 
-/// Changes a task the way DESIGN.md's "Control from another process" says: through a control request when a live
+/// Changes tasks the way DESIGN.md's "Control from another process" says: through a control request when a live
 /// owner holds the task's tree, else directly with one compare-and-set transaction on the status and owner read. Both
 /// ask the library's ``TaskLifecycle`` whether the change is allowed; this file restates none of its rules.
+///
+/// Many tasks are changed with one look at the owners; the requests to live owners are all written first and then
+/// awaited together, within one `--wait`.
 struct TaskControl {
     let store: OperatorStore
-    /// How long to wait for a live owner to handle a request.
+    /// How long to wait for live owners to handle the requests.
     let wait: Duration
 
-    /// What a change did, for people and for `--json`.
-    struct Result: Codable {
+    /// What a change did (or, on a dry run, would do), for people and for `--json`.
+    struct Change: Encodable {
         var id: String
         var name: String
         var action: String
         /// `owner` (a control request the owner applied) or `direct` (written by progressctl).
         var via: String
-        var ownerID: String?
-        /// The status after the change (`nil` when the owner applied it: it reports no status).
-        var status: String?
+        @Null var ownerID: String?
+        /// The status after the change (`null` when the owner applied it, which reports no status, or once removed).
+        @Null var status: String?
         var dryRun: Bool
         var outcome: String
     }
 
-    /// The owner that holds `root`'s tree and is alive, if any.
-    func liveOwner(of root: TaskRecord) async throws -> OwnerRecord? {
-        guard let ownerID = root.ownerID else { return nil }
-        let owners = try await store.checked { try await $0.owners() }
-        guard let owner = owners.first(where: { $0.id == ownerID }), owner.liveness().isAlive else { return nil }
-        return owner
+    /// A change refused for one task: the lifecycle does not allow it, the task changed since it was read, it is a
+    /// subtask that no live owner holds, or its owner refused or did not answer in time. Nothing was changed for that
+    /// task; the others of a change by filter go on.
+    struct Refusal: Error, Encodable {
+        var id: String
+        var message: String
     }
 
-    /// The root of `task`'s tree.
-    func root(of task: TaskRecord) async throws -> TaskRecord {
-        if task.isRoot { return task }
-        guard let root = try await store.checked({ try await $0.task(id: task.rootID) }) else {
-            throw CLIError("the root '\(task.rootID)' of task '\(task.id)' is missing")
-        }
-        return root
+    /// What happened to one task.
+    enum Outcome {
+        case changed(Change)
+        case refused(Refusal)
     }
 
     /// The lifecycle transition of a control action.
@@ -51,72 +51,169 @@ struct TaskControl {
         }
     }
 
+    /// The transition that decides whether `action` is allowed for a task in `status`: a forced removal of an
+    /// unfinished task cancels it first, so that is what must be allowed.
+    private static func deciding(_ action: ControlRequest.Action, status: TaskStatus) -> TaskLifecycle.Transition {
+        action == .remove && !status.isFinished ? .cancel : transition(action)
+    }
+
     /// Refuses `action` when the lifecycle does not allow it for `task` (as its live owner would see it, or, without
     /// one, as progressctl may change it itself).
-    static func check(_ action: ControlRequest.Action, _ task: TaskRecord, withOwner: Bool) throws {
-        // A forced removal of an unfinished task cancels it first: that is what must be allowed.
-        let transition = action == .remove && !task.status.isFinished ? .cancel : transition(action)
+    static func check(_ action: ControlRequest.Action, _ task: TaskRecord, withOwner: Bool) throws(Refusal) {
         do {
             _ = try TaskLifecycle.outcome(
-                of: transition, status: task.status, options: task.options, isRoot: task.isRoot,
-                hasKind: task.kind != nil, taskID: task.id, by: withOwner ? .user : .operatorWithoutOwner)
+                of: deciding(action, status: task.status), status: task.status, options: task.options,
+                isRoot: task.isRoot, hasKind: task.kind != nil, taskID: task.id,
+                by: withOwner ? .user : .operatorWithoutOwner)
         } catch {
-            throw CLIError(error.description)
+            throw Refusal(id: task.id, message: error.description)
         }
     }
 
-    /// Applies `action` to `task`: through its live owner, or directly.
-    func perform(_ action: ControlRequest.Action, on task: TaskRecord, dryRun: Bool = false) async throws -> Result {
-        let root = try await root(of: task)
-        if let owner = try await liveOwner(of: root) {
-            try Self.check(action, task, withOwner: true)
-            return try await request(action, on: task, owner: owner, dryRun: dryRun)
-        }
-        guard task.isRoot else {
-            throw CLIError(
-                "task '\(task.id)' is part of '\(root.id)' (\(root.name.escapedForTerminal)), which no running "
-                    + "executor holds; without one only a whole task can be changed: use the root id")
-        }
-        try Self.check(action, task, withOwner: false)
-        return try await direct(action, on: task, dryRun: dryRun)
+    /// The statuses in which `action` changes some root job (one whose options allow everything, held by a live
+    /// owner), as the lifecycle says: what a change by filter selects when no `--status` is given. A status the
+    /// action would leave as it is (pausing a paused task) is not one of them.
+    static func statuses(changedBy action: ControlRequest.Action) -> Set<TaskStatus> {
+        let options = TaskOptions(canCancel: true, canPause: true, canRetry: true)
+        return Set(
+            TaskStatus.allCases.filter { status in
+                guard
+                    let outcome = try? TaskLifecycle.outcome(
+                        of: deciding(action, status: status), status: status, options: options, isRoot: true,
+                        hasKind: true, taskID: "", by: .user)
+                else { return false }
+                return outcome.status != status || outcome.event != nil
+            })
     }
 
-    /// Writes a control request for the live owner and waits for its outcome.
-    func request(
-        _ action: ControlRequest.Action, on task: TaskRecord, owner: OwnerRecord, dryRun: Bool
-    ) async throws -> Result {
-        var result = Result(
-            id: task.id, name: task.name, action: action.rawValue, via: "owner", ownerID: owner.id, status: nil,
-            dryRun: dryRun, outcome: "would ask owner '\(owner.id)' to \(action.rawValue) it")
-        if dryRun { return result }
-        let requestID = try await store.checked {
-            try await $0.addControlRequest(
-                ControlRequest(taskID: task.id, action: action, ownerID: owner.id, requestedAt: Date()))
+    /// The root of `task`'s tree.
+    func root(of task: TaskRecord) async throws -> TaskRecord {
+        if task.isRoot { return task }
+        guard let root = try await store.checked({ try await $0.task(id: task.rootID) }) else {
+            throw CLIError("the root '\(task.rootID)' of task '\(task.id)' is missing")
         }
-        let deadline = ContinuousClock.now + wait
-        while true {
-            let request = try await store.checked { try await $0.controlRequest(id: requestID) }
-            if let request, request.handledAt != nil {
-                let outcome = request.outcome ?? "applied"
-                guard outcome == "applied" else {
-                    throw CLIError("owner '\(owner.id)' refused to \(action.rawValue) task '\(task.id)': \(outcome)")
+        return root
+    }
+
+    /// Applies `action` to one task: through its live owner, or directly.
+    ///
+    /// - Throws: ``CLIError`` with the refusal's message, or a store failure.
+    func perform(_ action: ControlRequest.Action, on task: TaskRecord, dryRun: Bool = false) async throws -> Change {
+        switch try await perform(action, on: [task], dryRun: dryRun)[0] {
+        case .changed(let change): return change
+        case .refused(let refusal): throw CLIError(refusal.message)
+        }
+    }
+
+    /// Applies `action` to each of `tasks`, in order; returns what happened to each. A refusal of one task does not
+    /// stop the others.
+    ///
+    /// - Throws: a store failure (the database is busy, unreadable, gone): the tasks before it were changed, the
+    ///   others not.
+    func perform(_ action: ControlRequest.Action, on tasks: [TaskRecord], dryRun: Bool) async throws -> [Outcome] {
+        let owners = try await store.checked { try await $0.owners() }
+        let liveOwners = Dictionary(
+            owners.filter { $0.liveness().isAlive }.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
+        var outcomes: [Outcome?] = Array(repeating: nil, count: tasks.count)
+        var requests: [PendingRequest] = []
+        for (index, task) in tasks.enumerated() {
+            do {
+                let root = try await root(of: task)
+                if let ownerID = root.ownerID, let owner = liveOwners[ownerID] {
+                    try Self.check(action, task, withOwner: true)
+                    let change = Change(
+                        id: task.id, name: task.name, action: action.rawValue, via: "owner", ownerID: owner.id,
+                        status: nil, dryRun: dryRun, outcome: "would ask owner '\(owner.id)' to \(action.rawValue) it")
+                    if dryRun {
+                        outcomes[index] = .changed(change)
+                    } else {
+                        let requestID = try await store.checked {
+                            try await $0.addControlRequest(
+                                ControlRequest(taskID: task.id, action: action, ownerID: owner.id, requestedAt: Date()))
+                        }
+                        requests.append(PendingRequest(index: index, requestID: requestID, change: change))
+                    }
+                    continue
                 }
-                result.outcome = "applied"
-                return result
+                guard task.isRoot else {
+                    throw Refusal(
+                        id: task.id,
+                        message: "task '\(task.id)' is part of '\(root.id)' (\(root.name.escapedForTerminal)), which "
+                            + "no running executor holds; without one only a whole task can be changed: use the root id")
+                }
+                try Self.check(action, task, withOwner: false)
+                outcomes[index] = .changed(try await direct(action, on: task, dryRun: dryRun))
+            } catch let refusal as Refusal {
+                outcomes[index] = .refused(refusal)
             }
+        }
+        for (index, outcome) in try await awaitHandling(requests, action: action) { outcomes[index] = outcome }
+        return outcomes.map { $0 ?? .refused(Refusal(id: "?", message: "no outcome")) }
+    }
+
+    /// A control request written for a live owner, not handled yet.
+    private struct PendingRequest {
+        var index: Int
+        var requestID: Int64
+        var change: Change
+    }
+
+    /// Waits, until the one deadline `wait` from now, for the owners to handle `requests`; returns each one's outcome
+    /// by its index. A request not handled in time stays queued for its owner.
+    private func awaitHandling(
+        _ requests: [PendingRequest], action: ControlRequest.Action
+    ) async throws -> [(Int, Outcome)] {
+        var waiting = requests
+        var outcomes: [(Int, Outcome)] = []
+        let deadline = ContinuousClock.now + wait
+        while !waiting.isEmpty {
+            var still: [PendingRequest] = []
+            for pending in waiting {
+                let request = try await store.checked { try await $0.controlRequest(id: pending.requestID) }
+                guard let request, request.handledAt != nil else {
+                    still.append(pending)
+                    continue
+                }
+                let outcome = request.outcome ?? "applied"
+                var change = pending.change
+                let owner = change.ownerID ?? ""
+                if outcome == "applied" {
+                    change.outcome = "applied"
+                    outcomes.append((pending.index, .changed(change)))
+                } else {
+                    outcomes.append((
+                        pending.index,
+                        .refused(Refusal(
+                            id: change.id,
+                            message: "owner '\(owner)' refused to \(action.rawValue) task '\(change.id)': \(outcome)"))
+                    ))
+                }
+            }
+            waiting = still
+            guard !waiting.isEmpty else { break }
             guard ContinuousClock.now < deadline else {
-                throw CLIError(
-                    "owner '\(owner.id)' did not handle the \(action.rawValue) request for task '\(task.id)' within "
-                        + "\(Format.seconds(wait)); request #\(requestID) stays queued for it")
+                for pending in waiting {
+                    let id = pending.change.id
+                    outcomes.append((
+                        pending.index,
+                        .refused(Refusal(
+                            id: id,
+                            message: "owner '\(pending.change.ownerID ?? "")' did not handle the \(action.rawValue) "
+                                + "request for task '\(id)' within \(Format.seconds(wait)); request "
+                                + "#\(pending.requestID) stays queued for it"))
+                    ))
+                }
+                break
             }
             try await Task.sleep(for: .milliseconds(20))
         }
+        return outcomes
     }
 
     /// Changes the row itself through the lifecycle, in one transaction that checks the status and owner read before
     /// (a cancelled root's unfinished subtasks are cancelled with it). A forced removal of an unfinished task cancels
     /// it first.
-    func direct(_ action: ControlRequest.Action, on task: TaskRecord, dryRun: Bool) async throws -> Result {
+    func direct(_ action: ControlRequest.Action, on task: TaskRecord, dryRun: Bool) async throws -> Change {
         let now = Date()
         let verb =
             switch action {
@@ -127,17 +224,16 @@ struct TaskControl {
             case .remove: "removed"
             }
         var preview = task
-        let transition = action == .remove && !task.status.isFinished ? .cancel : Self.transition(action)
         do {
-            try TaskLifecycle.apply(transition, to: &preview, now: now, by: .operatorWithoutOwner)
+            try TaskLifecycle.apply(Self.deciding(action, status: task.status), to: &preview, now: now, by: .operatorWithoutOwner)
         } catch {
-            throw CLIError(error.description)
+            throw Refusal(id: task.id, message: error.description)
         }
         let summary =
             action == .remove
             ? "deleted with its subtree and history"
             : "\(task.status) → \(preview.status)" + (action == .retry ? ", attempt \(preview.attempt)" : "")
-        var result = Result(
+        var result = Change(
             id: task.id, name: task.name, action: action.rawValue, via: "direct", ownerID: task.ownerID,
             status: action == .remove ? nil : preview.status.rawValue, dryRun: dryRun, outcome: summary)
         if dryRun { return result }
@@ -166,12 +262,12 @@ struct TaskControl {
                     taskID: task.id, transition: transition, requester: .operatorWithoutOwner,
                     expectedStatus: expectedStatus, checksOwner: true, expectedOwner: task.ownerID, message: message,
                     at: now))
-        } catch let error as TaskStoreError where error.reason == .conflict {
-            throw CLIError("\(error.message); nothing was changed")
+        } catch let error as TaskStoreError where error.reason == .conflict || error.reason == .notFound {
+            throw Refusal(id: task.id, message: "\(error.message); nothing was changed")
         } catch let error as TaskStoreError {
             throw CLIError(store: error)
         } catch let error as ProgressionError {
-            throw CLIError(error.description)
+            throw Refusal(id: task.id, message: error.description)
         }
     }
 }

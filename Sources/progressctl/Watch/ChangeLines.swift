@@ -48,9 +48,7 @@ struct ChangeLines {
     /// The task as `--json` shows it, with `rate` (progress per second, a fraction of the whole) and `eta`
     /// (seconds left), `null` when unknown, on one line.
     static func jsonLine(_ node: TaskRecord, rate: Double?, timeLeft: TimeInterval?) -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        encoder.dateEncodingStrategy = .iso8601
+        let encoder = JSONOutput.encoder(pretty: false)
         let document = Document(task: TaskJSON(node), rate: rate, eta: timeLeft)
         let data = (try? encoder.encode(document)) ?? Data("{}".utf8)
         return String(decoding: data, as: UTF8.self)

@@ -83,10 +83,13 @@ enum ChecksumJob {
         let folders = Dictionary(grouping: entries, by: \.folder).sorted { $0.key < $1.key }
         let totalBytes = entries.reduce(0) { $0 + $1.bytes }
         let stats = JobStats.start(jobID: context.taskID, files: entries.count, bytes: totalBytes)
-        try await context.report(.named("\(entries.count) files in \(folders.count) folders"))
+        // The job's work is its bytes: each folder step weighs its bytes of that total, and each file step its bytes
+        // of its folder's, so that the job reads proportionally from the first byte.
+        try await context.report(
+            .named("\(entries.count) files in \(folders.count) folders").total(Double(max(totalBytes, 1))))
 
-        // Every folder step, and every file step below, is pushed at once so that the progress weighs them all by size
-        // from the start; `slots` lets `parallelFiles` files be read at a time, in path order.
+        // Every folder step is pushed at once; in each, a file's step is pushed when the file gets one of the
+        // `parallelFiles` read slots (in path order), so that only the files being read show as running.
         let slots = ReadSlots(width: input.parallelFiles ?? 2)
         let order = Dictionary(uniqueKeysWithValues: entries.enumerated().map { ($1.path, $0) })
         var results: [FileResult] = []
@@ -99,6 +102,7 @@ enum ChecksumJob {
                         folder == "." ? "./" : folder + "/", weight: Double(max(folderBytes, 1))
                     ) { folderContext in
                         ran.set()
+                        try await folderContext.report(.total(Double(max(folderBytes, 1))))
                         return try await readFolder(
                             files, input: input, context: folderContext, stats: stats, slots: slots, order: order)
                     }
@@ -144,11 +148,10 @@ enum ChecksumJob {
     ) async throws -> FileResult {
         let ran = RanFlag()
         do {
-            let result: FileResult = try await context.push(file.path, weight: Double(max(file.bytes, 1))) {
-                fileContext in
-                ran.set()
-                return try await slots.withSlot(order: order) {
-                    try await readFile(file, input: input, context: fileContext, stats: stats)
+            let result: FileResult = try await slots.withSlot(order: order) {
+                try await context.push(file.path, weight: Double(max(file.bytes, 1))) { fileContext in
+                    ran.set()
+                    return try await readFile(file, input: input, context: fileContext, stats: stats)
                 }
             }
             if ran.isSet { stats.finishRead(result) } else { stats.skip([result]) }
@@ -181,7 +184,7 @@ enum ChecksumJob {
             if count == 0 { break }
             sinceCheckpoint += Int64(count)
             stats.addBytes(Int64(count))
-            try await context.report(.progress(min(1, Double(digest.bytes) / expected)))
+            try await context.report(.completed(min(expected, Double(digest.bytes)), of: expected))
             if sinceCheckpoint >= checkpointInterval, digest.bytes < file.bytes {
                 try await context.checkpoint(digest)
                 sinceCheckpoint = 0

@@ -1,8 +1,8 @@
 /// Lets at most `width` files be read at once across a whole job, granting free slots to the waiting file that
 /// comes first in path order.
 ///
-/// Every step is pushed at once (so that the parent's progress weighs all of them, by size, from the start); each
-/// file's step then waits here for a slot before it reads.
+/// A file's step is pushed once it holds a slot, so that only the files being read run (the folder declared their
+/// total bytes up front, so its progress weighs every file by size all the same).
 actor ReadSlots {
     private let width: Int
     private var active = 0

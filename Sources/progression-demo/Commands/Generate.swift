@@ -21,7 +21,7 @@ extension ProgressionDemo {
         func run() async throws {
             let generator = SampleDataGenerator(megabytes: sizeMB)
             try generator.write(to: URL(fileURLWithPath: output))
-            print("wrote \(generator.plan().count) files, \(sizeMB) MB, to \(output)")
+            TerminalOutput().line("wrote \(generator.plan().count) files, \(sizeMB) MB, to \(output)")
         }
     }
 }

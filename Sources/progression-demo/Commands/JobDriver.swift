@@ -28,13 +28,23 @@ struct JobDriver: Service {
         var announcedPaused = false
         var lastRoot: TaskSnapshot?
 
-        func draw(_ root: TaskSnapshot, final: Bool) {
+        var announcedStorage = false
+        func draw(_ root: TaskSnapshot, storage: StorageHealth, final: Bool) {
             let renderer = ProgressTreeRenderer(columns: output.columns)
             let counts = JobStats.of(jobID: jobID)?.snapshot
             if output.isTerminal {
                 output.redraw(
-                    renderer.lines(root: root, counts: counts, elapsed: (ContinuousClock.now - started) / .seconds(1)))
+                    renderer.lines(
+                        root: root, counts: counts, elapsed: (ContinuousClock.now - started) / .seconds(1),
+                        storage: storage))
             } else {
+                if case .failing(let since, let error) = storage, !announcedStorage {
+                    announcedStorage = true
+                    output.line("storage failing since \(Format.clock(since)): \(error) — waiting; writes are retried")
+                } else if storage.isHealthy, announcedStorage {
+                    announcedStorage = false
+                    output.line("storage writes succeed again")
+                }
                 let text = renderer.plainLine(root: root, counts: counts)
                 let now = ContinuousClock.now
                 if text != lastPlainText, final || lastPlain.map({ now - $0 >= .seconds(1) }) ?? true {
@@ -45,15 +55,18 @@ struct JobDriver: Service {
             }
         }
 
+        var lastStorage = StorageHealth.healthy
         while !Task.isShuttingDownGracefully, !Task.isCancelled {
-            if let root = await executor.graph().task(jobID) {
+            let graph = executor.graph()
+            lastStorage = graph.storage
+            if let root = graph.task(jobID) {
                 lastRoot = root
                 if root.isFinished {
-                    draw(root, final: true)
+                    draw(root, storage: graph.storage, final: true)
                     outcome.set(root.status)
                     break
                 }
-                draw(root, final: false)
+                draw(root, storage: graph.storage, final: false)
                 if root.status == .paused, !announcedPaused {
                     announcedPaused = true
                     output.endBlock()
@@ -84,7 +97,7 @@ struct JobDriver: Service {
             try? await Task.sleep(for: .milliseconds(100))
         }
         if outcome.status == nil, let lastRoot, output.isTerminal {
-            draw(lastRoot, final: true)
+            draw(lastRoot, storage: lastStorage, final: true)
         }
         output.endBlock()
     }

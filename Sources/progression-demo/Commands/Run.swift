@@ -144,6 +144,19 @@ extension ProgressionDemo {
                 output.line(text + ".")
             }
             output.line("Manifest: \(summary.manifest)")
+            // A resumed job keeps the manifest path it was submitted with; one asked for now gets a copy.
+            if let manifest {
+                let requested = URL(fileURLWithPath: manifest).standardizedFileURL.path
+                if requested != summary.manifest {
+                    try? FileManager.default.removeItem(atPath: requested)
+                    do {
+                        try FileManager.default.copyItem(atPath: summary.manifest, toPath: requested)
+                        output.line("Manifest copied to \(requested), as --manifest asked (the job was submitted with the path above).")
+                    } catch {
+                        throw DemoError("cannot write the manifest to '\(requested)': \(error.localizedDescription)")
+                    }
+                }
+            }
             output.line("Inspect: progressctl --db '\(options.databasePath)' show \(jobID)")
             if !summary.failures.isEmpty {
                 output.line("Failed: \(summary.failures.count) file\(summary.failures.count == 1 ? "" : "s") could not be read:")

@@ -15,26 +15,27 @@ struct ProgressTreeRenderer {
     var columns: Int
     var barWidth = 24
 
-    /// The job's fraction: from this process's byte counts when it runs here (the library's aggregate can jump to
-    /// 100% in a resumed run when a completed step is found again before its unfinished siblings join), else the
-    /// snapshot's.
+    /// The job's fraction: its progress, which counts bytes (the job declared them as its total).
     static func fraction(root: TaskSnapshot, counts: JobStats.Counts?) -> Double? {
-        guard let counts, counts.bytes > 0, !root.isCompleted else { return root.progress }
-        return min(1, Double(counts.bytesRead + counts.bytesSkipped) / Double(counts.bytes))
+        root.progress
     }
 
-    func lines(root: TaskSnapshot, counts: JobStats.Counts?, elapsed: Double) -> [String] {
+    func lines(
+        root: TaskSnapshot, counts: JobStats.Counts?, elapsed: Double, storage: StorageHealth = .healthy
+    ) -> [String] {
         let nameWidth = max(16, min(44, columns - barWidth - 40))
         var lines: [String] = []
         let fraction = Self.fraction(root: root, counts: counts)
         var header = Format.fit(root.name, nameWidth + 3) + " " + Format.bar(fraction, width: barWidth) + " "
             + Format.percent(fraction)
-        if let counts, counts.bytes > 0 {
-            let done = Int64((fraction ?? 0) * Double(counts.bytes))
-            header += "  \(Format.megabytes(done)) / \(Format.megabytes(counts.bytes))"
-            if elapsed > 0.5 {
+        if let total = root.total, total > 1 {
+            header += "  \(Format.megabytes(Int64(root.completedUnits ?? 0))) / \(Format.megabytes(Int64(total)))"
+            if let rate = root.rate, rate > 0 {
+                header += String(format: "  %.1f MB/s", rate * total / 1_000_000)
+            } else if let counts, elapsed > 0.5 {
                 header += String(format: "  %.1f MB/s", Double(counts.bytesRead) / 1_000_000 / elapsed)
             }
+            if let left = root.estimatedTimeRemaining { header += "  \(Format.timeLeft(left))" }
         }
         if root.status != .running { header += "  \(root.status)" }
         lines.append(header)
@@ -63,6 +64,9 @@ struct ProgressTreeRenderer {
             footer += (footer.isEmpty ? "" : " · ") + "folders: \(foldersDone) done"
         }
         if !footer.isEmpty { lines.append(footer) }
+        if case .failing(let since, let error) = storage {
+            lines.append("storage failing since \(Format.clock(since)): \(error) — waiting; writes are retried")
+        }
         return lines.map { String($0.prefix(columns - 1)) }
     }
 

@@ -10,6 +10,8 @@ import Darwin
 final class TerminalOutput {
     let isTerminal: Bool
     private var drawnLines = 0
+    /// Stdout is gone (a closed pipe): nothing more is written.
+    private var closed = false
 
     init() {
         isTerminal = isatty(STDOUT_FILENO) == 1
@@ -42,8 +44,20 @@ final class TerminalOutput {
         write(text + "\n")
     }
 
+    /// Writes `text` whole with `write(2)`, retried when interrupted. Once stdout is gone (a closed pipe: `EPIPE`, with
+    /// SIGPIPE ignored) nothing more is written and the run goes on.
     func write(_ text: String) {
-        FileHandle.standardOutput.write(Data(text.utf8))
+        guard !closed else { return }
+        var bytes = Array(text.utf8)[...]
+        while !bytes.isEmpty {
+            let written = bytes.withUnsafeBytes { Glibc.write(STDOUT_FILENO, $0.baseAddress, $0.count) }
+            if written < 0 {
+                if errno == EINTR { continue }
+                closed = true
+                return
+            }
+            bytes = bytes.dropFirst(written)
+        }
     }
 }
 
@@ -73,6 +87,19 @@ enum Format {
         guard width > 3 else { return String(text.prefix(width)) }
         let tail = (width - 1) / 2
         return String(text.prefix(width - 1 - tail)) + "…" + String(text.suffix(tail))
+    }
+
+    /// "1m05s left", "12s left".
+    static func timeLeft(_ duration: Duration) -> String {
+        let seconds = Int(duration.components.seconds)
+        return seconds >= 60 ? String(format: "%dm%02ds left", seconds / 60, seconds % 60) : "\(seconds)s left"
+    }
+
+    /// "14:02:07".
+    static func clock(_ date: Date) -> String {
+        let formatter = DateFormatter()
+        formatter.dateFormat = "HH:mm:ss"
+        return formatter.string(from: date)
     }
 
     static func duration(_ seconds: Double) -> String {

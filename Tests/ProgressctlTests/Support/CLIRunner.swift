@@ -37,10 +37,12 @@ enum CLI {
             "progressctl binary not found next to the test bundle (\(CommandLine.arguments[0])); run `swift build` or set PROGRESSCTL_BINARY")
     }
 
-    /// Starts the binary with `arguments`; stdout and stderr go to files in `directory`.
-    static func start(_ arguments: [String], in directory: TemporaryDirectory, environment: [String: String] = [:])
-        throws -> RunningCLI
-    {
+    /// Starts the binary with `arguments`; stdout and stderr go to files in `directory`, stdin reads `input` (or
+    /// nothing).
+    static func start(
+        _ arguments: [String], in directory: TemporaryDirectory, environment: [String: String] = [:],
+        input: Data? = nil
+    ) throws -> RunningCLI {
         let process = Process()
         process.executableURL = try requireBinary()
         process.arguments = arguments
@@ -56,7 +58,13 @@ enum CLI {
         _ = FileManager.default.createFile(atPath: err, contents: nil)
         process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: out))
         process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: err))
-        process.standardInput = FileHandle.nullDevice
+        if let input {
+            let path = directory.file("\(name).in")
+            _ = FileManager.default.createFile(atPath: path, contents: input)
+            process.standardInput = try FileHandle(forReadingFrom: URL(fileURLWithPath: path))
+        } else {
+            process.standardInput = FileHandle.nullDevice
+        }
         let exit = ExitWaiter()
         process.terminationHandler = { exit.finish($0.terminationStatus) }
         try process.run()
@@ -66,9 +74,9 @@ enum CLI {
     /// Runs the binary to its end (at most `timeout`).
     static func run(
         _ arguments: [String], in directory: TemporaryDirectory, environment: [String: String] = [:],
-        timeout: Duration = .seconds(20)
+        input: Data? = nil, timeout: Duration = .seconds(20)
     ) async throws -> CLIResult {
-        try await start(arguments, in: directory, environment: environment).result(timeout: timeout)
+        try await start(arguments, in: directory, environment: environment, input: input).result(timeout: timeout)
     }
 }
 

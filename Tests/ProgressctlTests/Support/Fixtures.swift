@@ -85,17 +85,42 @@ struct Fixture {
         [path, path + "-wal"].map { FileManager.default.contents(atPath: $0) ?? Data() }
     }
 
-    /// Runs progressctl with `--db` this file.
-    func run(_ arguments: [String], timeout: Duration = .seconds(20)) async throws -> CLIResult {
-        try await CLI.run(["--db", path] + arguments, in: directory, timeout: timeout)
+    /// Runs progressctl with `--db` this file (and `environment` added to this process's, `input` on stdin).
+    func run(
+        _ arguments: [String], environment: [String: String] = [:], input: Data? = nil,
+        timeout: Duration = .seconds(20)
+    ) async throws -> CLIResult {
+        try await CLI.run(
+            ["--db", path] + arguments, in: directory, environment: environment, input: input, timeout: timeout)
     }
 }
 
-/// Decodes `--json` output.
+/// Decodes `--json` output. Its times must be ISO 8601 with milliseconds (`2026-11-21T08:17:55.123Z`).
 func decodeJSON<T: Decodable>(_ type: T.Type, from text: String) throws -> T {
     let decoder = JSONDecoder()
-    decoder.dateDecodingStrategy = .iso8601
+    decoder.dateDecodingStrategy = .custom { decoder in
+        let container = try decoder.singleValueContainer()
+        let text = try container.decode(String.self)
+        guard let date = try? Date.ISO8601FormatStyle(includingFractionalSeconds: true).parse(text) else {
+            throw DecodingError.dataCorruptedError(
+                in: container, debugDescription: "'\(text)' is not an ISO 8601 time with milliseconds")
+        }
+        return date
+    }
     return try decoder.decode(type, from: Data(text.utf8))
+}
+
+/// The top-level object of a `--json` document, or each object of an array, as key-value pairs (to check that a
+/// key is present with `null`, which a `Decodable` cannot tell from a missing one).
+func jsonObjects(_ text: String) throws -> [[String: Any]] {
+    let value = try JSONSerialization.jsonObject(with: Data(text.utf8), options: [.fragmentsAllowed])
+    if let object = value as? [String: Any] { return [object] }
+    return (value as? [[String: Any]]) ?? []
+}
+
+extension Dictionary where Key == String, Value == Any {
+    /// Whether `key` is present with JSON `null`.
+    func isNull(_ key: String) -> Bool { self[key].map { $0 is NSNull } ?? false }
 }
 
 extension Fixture {

@@ -80,6 +80,12 @@ final class PseudoTerminal: Sendable {
         return TerminalProcess(process: process, exit: exit)
     }
 
+    /// Types `text` on the terminal, as a person at its keyboard would: the child reads it from its stdin.
+    func type(_ text: String) {
+        var bytes = Array(text.utf8)
+        _ = bytes.withUnsafeMutableBytes { Glibc.write(master, $0.baseAddress, $0.count) }
+    }
+
     /// Waits until the output so far satisfies `condition`, at most `timeout`; returns whether it did.
     func waitForOutput(timeout: Duration = .seconds(10), _ condition: (String) async -> Bool) async -> Bool {
         await eventually(timeout: timeout) { await condition(output) }

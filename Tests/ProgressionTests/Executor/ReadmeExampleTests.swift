@@ -30,7 +30,7 @@ struct ReadmeExampleTests {
             "import", input: ImportInput(files: ["a.csv", "b.csv"]), idempotencyKey: "2026-11-21")
         #expect(try await executor.submit("import", input: ImportInput(files: []), idempotencyKey: "2026-11-21") == id)
         try await executor.runEnded(id)
-        let snapshot = try #require(await executor.snapshot(of: id))
+        let snapshot = try #require(executor.snapshot(of: id))
         #expect(snapshot.status == .completed && snapshot.children.map(\.name) == ["a.csv", "b.csv"])
         #expect(try await executor.store.task(id: id)?.checkpoint == Data("84".utf8))
 

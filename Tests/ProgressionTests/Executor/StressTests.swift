@@ -54,11 +54,11 @@ struct StressTests {
         }
         // Resume what stayed paused, then wait for every root to end.
         for id in ids {
-            if await executor.snapshot(of: id)?.status == .paused { try await executor.resume(taskID: id) }
+            if executor.snapshot(of: id)?.status == .paused { try await executor.resume(taskID: id) }
         }
         for id in ids {
             try await waitUntil("\(id) to finish", timeout: .seconds(60)) {
-                guard let snapshot = await executor.snapshot(of: id) else { return false }
+                guard let snapshot = executor.snapshot(of: id) else { return false }
                 if snapshot.status == .paused { try? await executor.resume(taskID: id) }
                 return snapshot.isFinished
             }
@@ -77,7 +77,7 @@ struct StressTests {
             return latest
         }
         let graph = try #require(latest)
-        let memory = await executor.graph()
+        let memory = executor.graph()
         for id in ids {
             let streamed = try #require(graph.task(id))
             let current = try #require(memory.task(id))

@@ -48,7 +48,7 @@ struct TaskExecutorTests {
         }
         #expect(error?.description == "A task with id 'same' exists already")
         #expect(try await store.task(id: "same")?.name == "first")
-        #expect(await second.snapshot(of: "same") == nil)
+        #expect(second.snapshot(of: "same") == nil)
         #expect(try await store.events(of: "same", after: nil, limit: 100).filter { $0.kind == .created }.count == 1)
         // The executor goes on working.
         let other = try await second.addTask(name: "other") { _ in }
@@ -77,7 +77,7 @@ struct TaskExecutorTests {
             await proceed.wait()
         }
         try await waitUntil("the invalid report") { caught.all.count == 1 }
-        let snapshot = try #require(await executor.snapshot(of: id))
+        let snapshot = try #require(executor.snapshot(of: id))
         #expect(snapshot.progress == 0.4 && snapshot.stepName == "before")
         #expect(caught.all.first?.hasPrefix("Invalid progress value") == true)
         proceed.open()
@@ -106,7 +106,7 @@ struct TaskExecutorTests {
         }
         try await waitUntil("both reporters") { started.count == 2 }
         try await executor.pause(taskID: id)
-        let paused = try #require(await executor.snapshot(of: id))
+        let paused = try #require(executor.snapshot(of: id))
         #expect(paused.status == .paused)
         #expect(paused.children.first?.status == .paused)
         #expect(try await executor.store.task(id: id)?.status == .paused, "committed before pause returned")
@@ -154,7 +154,7 @@ struct TaskExecutorTests {
         }
         await paused.wait()
         try await Task.sleep(for: .milliseconds(2500))  // longer than the timeout, paused
-        #expect(await executor.snapshot(of: id)?.status == .paused)
+        #expect(executor.snapshot(of: id)?.status == .paused)
         try await executor.resume(taskID: id)
         #expect(try await executor.finished(id).status == .completed)
         await executor.shutdown()
@@ -252,7 +252,7 @@ struct TaskExecutorTests {
         #expect(try await executor.finished(id).status == .failed)
         #expect(try await executor.retry(taskID: id) == id)
         try await executor.runEnded(id)
-        let snapshot = try #require(await executor.snapshot(of: id))
+        let snapshot = try #require(executor.snapshot(of: id))
         #expect(snapshot.status == .completed && snapshot.attempt == 2 && snapshot.errorDescription == nil)
         #expect(try await executor.store.task(id: id)?.attempt == 2)
 
@@ -280,7 +280,7 @@ struct TaskExecutorTests {
         try await executor.cancel(taskID: id)
         try await executor.retry(taskID: id)
         try await executor.runEnded(id)
-        let snapshot = try #require(await executor.snapshot(of: id))
+        let snapshot = try #require(executor.snapshot(of: id))
         #expect(snapshot.status == .completed && snapshot.attempt == 2)
         let kinds = try await executor.store.events(of: id, after: nil, limit: 100).map(\.kind)
         #expect(kinds.filter { $0 == .cancelled }.count == 1 && kinds.last == .completed)
@@ -297,7 +297,7 @@ struct TaskExecutorTests {
             if starts.all.count < 3 { throw Boom() }
         }
         try await executor.runEnded(id)
-        let snapshot = try #require(await executor.snapshot(of: id))
+        let snapshot = try #require(executor.snapshot(of: id))
         #expect(snapshot.status == .completed && snapshot.attempt == 3)
         let times = starts.all
         #expect(times.count == 3)
@@ -308,7 +308,7 @@ struct TaskExecutorTests {
             throw Boom()
         }
         try await executor.runEnded(hopeless)
-        let failed = try #require(await executor.snapshot(of: hopeless))
+        let failed = try #require(executor.snapshot(of: hopeless))
         #expect(failed.status == .failed && failed.attempt == 3)
 
         struct Fatal: NonRetryableError {}
@@ -316,7 +316,7 @@ struct TaskExecutorTests {
             throw Fatal()
         }
         try await executor.runEnded(fatal)
-        #expect(await executor.snapshot(of: fatal)?.attempt == 1)
+        #expect(executor.snapshot(of: fatal)?.attempt == 1)
         await executor.shutdown()
     }
 
@@ -348,7 +348,7 @@ struct TaskExecutorTests {
         }
         #expect(try await executor.finished(quick).status == .completed)
         try await Task.sleep(for: .milliseconds(300))
-        #expect(await executor.snapshot(of: quick)?.status == .completed)
+        #expect(executor.snapshot(of: quick)?.status == .completed)
         await executor.shutdown()
     }
 
@@ -372,12 +372,12 @@ struct TaskExecutorTests {
             }
         }
         try await waitUntil("parts 0-2 done") {
-            let nodes = await executor.snapshot(of: id)?.children ?? []
+            let nodes = executor.snapshot(of: id)?.children ?? []
             return nodes.filter(\.isCompleted).count == 3 && nodes.count == 4
         }
         for stage in 0..<2 {
             try await executor.flush()
-            let snapshot = try #require(await executor.snapshot(of: id))
+            let snapshot = try #require(executor.snapshot(of: id))
             let stored = try await executor.store.tree(of: id)
             #expect(stored.count == snapshot.allNodes.count)
             for node in snapshot.allNodes {
@@ -453,12 +453,12 @@ struct VisibilityTests {
         }
         let failed = try await executor.addTask(name: "failed") { _ in throw Boom() }
         _ = try await executor.finished(failed)
-        try await waitUntil("the completed root to leave memory") { await executor.snapshot(of: done) == nil }
-        #expect(await executor.graph().tasks.map(\.id) == [failed], "a failed root stays until removed")
+        try await waitUntil("the completed root to leave memory") { executor.snapshot(of: done) == nil }
+        #expect(executor.graph().tasks.map(\.id) == [failed], "a failed root stays until removed")
         #expect(try await executor.store.tree(of: done).map(\.status) == [.completed, .completed])
         #expect(try await executor.store.events(of: done, after: nil, limit: 100).last?.kind == .completed)
         try await executor.remove(taskID: failed)
-        #expect(await executor.graph().tasks.isEmpty)
+        #expect(executor.graph().tasks.isEmpty)
         #expect(try await executor.store.task(id: failed) == nil)
         await executor.shutdown()
     }

@@ -177,10 +177,10 @@ struct RestartTests {
             try await context.report(.progress(1))
         }
         try await second.start()
-        #expect(await second.snapshot(of: id) == nil, "finished tasks are not loaded at start")
+        #expect(second.snapshot(of: id) == nil, "finished tasks are not loaded at start")
         try await second.retry(taskID: id)
         try await second.runEnded(id)
-        let snapshot = try #require(await second.snapshot(of: id))
+        let snapshot = try #require(second.snapshot(of: id))
         #expect(snapshot.status == .completed && snapshot.attempt == 2)
         await second.shutdown()
         #expect(try await SQLiteTaskStore(path: path).task(id: id)?.status == .completed)

@@ -61,12 +61,12 @@ func waitUntil(
 extension TaskExecutor {
     /// Waits until a task (root or subtask) has the status.
     nonisolated func waitForStatus(_ id: String, _ status: TaskStatus, timeout: Duration = .seconds(20)) async throws {
-        try await waitUntil("\(id) to be \(status)", timeout: timeout) { await self.snapshot(of: id)?.status == status }
+        try await waitUntil("\(id) to be \(status)", timeout: timeout) { self.snapshot(of: id)?.status == status }
     }
 
     /// Waits until a root's code has ended and returns its snapshot.
     nonisolated func finished(_ id: String) async throws -> TaskSnapshot {
-        try await waitUntil("\(id) to finish") { await self.snapshot(of: id)?.isFinished ?? false }
+        try await waitUntil("\(id) to finish") { self.snapshot(of: id)?.isFinished ?? false }
         return try #require(await snapshot(of: id))
     }
 }

@@ -56,9 +56,19 @@ struct GraphState {
     var version: Int64 = 0
     var publishedVersion: Int64 = -1
 
-    init(maxConcurrentTasks: Int, writerWake: AsyncStream<Void>.Continuation) {
+    /// Reports wait for the writer when this many events are queued.
+    let eventBacklogLimit: Int
+    /// A report yields its thread when the writer has not taken a batch for this long (seconds).
+    let writerLagTolerance: TimeInterval
+
+    init(
+        maxConcurrentTasks: Int, writerWake: AsyncStream<Void>.Continuation, eventBacklogLimit: Int,
+        writerLagTolerance: TimeInterval
+    ) {
         runQueue = RunQueue(maxConcurrent: maxConcurrentTasks)
         self.writerWake = writerWake
+        self.eventBacklogLimit = eventBacklogLimit
+        self.writerLagTolerance = writerLagTolerance
     }
 
     /// Notes that `columns` of `node` changed: the writer stores them with its next batch, and snapshots rebuild the
@@ -78,6 +88,7 @@ struct GraphState {
     /// A node marked stale has stale ancestors already, so repeated changes of one node cost one step.
     mutating func touch(_ node: TaskNode) {
         version += 1
+        if node.snapshotIsStale { return }
         var current: TaskNode? = node
         while let stale = current, !stale.snapshotIsStale {
             stale.snapshotIsStale = true

@@ -234,12 +234,13 @@ extension GraphState {
 
     /// Recomputes a node's value from its own reports and its subtasks, and carries a change up to its ancestors.
     /// Costs O(depth): a report costs the same with 1 or 10,000 live tasks.
-    mutating func recompute(_ node: TaskNode, now: Date) {
-        var current: TaskNode? = node
-        while let node = current {
-            guard !node.record.status.isFinished else { return }
-            let next = node.progress.shown(current: node.record.progress)
-            guard next != node.record.progress else { return }
+    mutating func recompute(_ start: TaskNode, now: Date) {
+        var node = start
+        while true {
+            if node.record.status.isFinished { return }
+            let previous = node.record.progress
+            let next = node.progress.shown(current: previous)
+            if next == previous { return }
             node.record.progress = next
             node.record.updatedAt = now
             var columns: TaskColumns = [.progress, .updatedAt]
@@ -261,7 +262,7 @@ extension GraphState {
                 return
             }
             node.progress.contribution = value
-            current = parent
+            node = parent
         }
     }
 }

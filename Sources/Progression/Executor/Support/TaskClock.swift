@@ -8,8 +8,8 @@ struct TaskClock: Sendable {
     let now: @Sendable () -> Duration
     /// Sleeps for a duration on the clock (throws when cancelled).
     let sleep: @Sendable (Duration) async throws -> Void
-    /// The wall-clock time, to the millisecond.
-    let date: @Sendable () -> Date
+    /// The wall-clock time of a clock of the caller's; `nil` for the system's (read directly: a report reads it).
+    private let customDate: (@Sendable () -> Date)?
 
     init(_ clock: any Clock<Duration>) {
         self.init(opening: clock)
@@ -20,10 +20,17 @@ struct TaskClock: Sendable {
         now = { start.duration(to: clock.now) }
         sleep = { duration in try await clock.sleep(until: clock.now.advanced(by: duration), tolerance: nil) }
         if clock is ContinuousClock || clock is SuspendingClock {
-            date = { Date.currentMillisecond() }
+            customDate = nil
         } else {
             let origin = Date()
-            date = { origin.addingTimeInterval(start.duration(to: clock.now).seconds).roundedToMilliseconds }
+            customDate = { origin.addingTimeInterval(start.duration(to: clock.now).seconds).roundedToMilliseconds }
         }
+    }
+
+    /// The wall-clock time, to the millisecond.
+    @inline(__always)
+    func date() -> Date {
+        if let customDate { return customDate() }
+        return Date.currentMillisecond()
     }
 }

@@ -1,0 +1,74 @@
+import CoreMetrics
+import Foundation
+import Metrics
+import Synchronization
+
+/// The executor's metrics (swift-metrics), all labelled `progression.…`. Job kinds are a dimension (`kind`;
+/// `closure` for closure tasks). Counted for roots (submitted work), not for their steps:
+///
+/// | label | type | dimensions | what |
+/// |---|---|---|---|
+/// | `progression.tasks.submitted` | counter | kind | roots added or submitted here |
+/// | `progression.tasks.started` | counter | kind | attempts started (a retry starts one more) |
+/// | `progression.tasks.completed` | counter | kind | roots that completed |
+/// | `progression.tasks.failed` | counter | kind | roots that failed for good |
+/// | `progression.tasks.retried` | counter | kind | attempts after the first (automatic or asked for) |
+/// | `progression.tasks.cancelled` | counter | kind | roots cancelled |
+/// | `progression.tasks.duration` | timer | kind, outcome | an attempt's run time, start to end |
+/// | `progression.tasks.queue_wait` | timer | kind | creation (or the due time of a retry) to start |
+/// | `progression.recovery.claimed` | counter | – | roots claimed from dead owners or nobody |
+/// | `progression.writer.commit_duration` | timer | – | one batch written and committed |
+/// | `progression.writer.batch_size` | recorder | – | rows and events in a batch |
+/// | `progression.writer.failures` | counter | – | batches the store refused (tried again) |
+final class ExecutorMetrics: Sendable {
+    /// The metrics of one job kind.
+    struct Kind: Sendable {
+        let submitted, started, completed, failed, retried, cancelled: Counter
+        let queueWait: Timer
+        let durations: [String: Timer]
+
+        init(_ kind: String, factory: any MetricsFactory) {
+            let dimensions = [("kind", kind)]
+            submitted = Counter(label: "progression.tasks.submitted", dimensions: dimensions, factory: factory)
+            started = Counter(label: "progression.tasks.started", dimensions: dimensions, factory: factory)
+            completed = Counter(label: "progression.tasks.completed", dimensions: dimensions, factory: factory)
+            failed = Counter(label: "progression.tasks.failed", dimensions: dimensions, factory: factory)
+            retried = Counter(label: "progression.tasks.retried", dimensions: dimensions, factory: factory)
+            cancelled = Counter(label: "progression.tasks.cancelled", dimensions: dimensions, factory: factory)
+            queueWait = Timer(label: "progression.tasks.queue_wait", dimensions: dimensions, factory: factory)
+            var durations: [String: Timer] = [:]
+            for outcome in ["completed", "failed", "cancelled", "released", "retrying"] {
+                durations[outcome] = Timer(
+                    label: "progression.tasks.duration", dimensions: dimensions + [("outcome", outcome)],
+                    factory: factory)
+            }
+            self.durations = durations
+        }
+    }
+
+    let factory: any MetricsFactory
+    private let kinds = Mutex<[String: Kind]>([:])
+    let claimed: Counter
+    let commitDuration: Timer
+    let batchSize: Recorder
+    let writerFailures: Counter
+
+    init(factory: any MetricsFactory) {
+        self.factory = factory
+        claimed = Counter(label: "progression.recovery.claimed", factory: factory)
+        commitDuration = Timer(label: "progression.writer.commit_duration", factory: factory)
+        batchSize = Recorder(label: "progression.writer.batch_size", factory: factory)
+        writerFailures = Counter(label: "progression.writer.failures", factory: factory)
+    }
+
+    /// The metrics of a kind (`nil`: closure tasks), made once.
+    func kind(_ name: String?) -> Kind {
+        let name = name ?? "closure"
+        return kinds.withLock { kinds in
+            if let existing = kinds[name] { return existing }
+            let made = Kind(name, factory: factory)
+            kinds[name] = made
+            return made
+        }
+    }
+}

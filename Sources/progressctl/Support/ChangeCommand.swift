@@ -1,0 +1,175 @@
+import ArgumentParser
+import Foundation
+import Progression
+
+/// The shared body of `pause`, `resume`, `cancel`, `retry` and `remove`: one task by id, or every root the filters
+/// choose.
+///
+/// By filters it reads the matching roots first, asks before it changes them when stdin and stdout are a terminal
+/// (`--yes` skips the question; without a terminal `--yes` or `--dry-run` is required), changes them one by one through
+/// ``TaskControl`` and prints a line per change, one line per refused task on stderr, and a summary
+/// (`cancelled 12 of 14 tasks (2 refused: 8k3fq2xa, 9a7b1c2d)`). It exits 1 when a task was refused.
+struct ChangeCommand {
+    var action: ControlRequest.Action
+    var options: GlobalOptions
+    var change: ChangeOptions
+    var filters: TaskFilterOptions
+    /// Statuses chosen when no `--status` is given (default: those the action changes, as the lifecycle says).
+    var defaultStatuses: Set<TaskStatus>?
+    /// A rule of the command beyond the lifecycle's (`remove` without `--force` takes finished tasks only).
+    var precheck: (TaskRecord) throws(TaskControl.Refusal) -> Void = { _ throws(TaskControl.Refusal) in }
+
+    /// `cancelled`, `retried`, …
+    var pastTense: String {
+        switch action {
+        case .pause: "paused"
+        case .resume: "resumed"
+        case .cancel: "cancelled"
+        case .retry: "retried"
+        case .remove: "removed"
+        }
+    }
+
+    /// Changes the task `id`, or, without one, the roots the filters choose.
+    func run(id: String?) async throws {
+        try change.validateWait()
+        if let id {
+            guard filters.isEmpty else {
+                throw CLIError.usage("give a task id or filters (--status, --kind, --since, --until, --name), not both")
+            }
+            try await runOne(id)
+        } else {
+            guard !filters.isEmpty else {
+                throw CLIError.usage(
+                    "give a task id or filters (--status, --kind, --since, --until, --name) to choose the tasks to \(action.rawValue)")
+            }
+            try await runFiltered()
+        }
+    }
+
+    private func runOne(_ id: String) async throws {
+        let store = try options.openStore(readOnly: change.dryRun)
+        let task = try await store.resolveTask(id)
+        do {
+            try precheck(task)
+        } catch {
+            throw CLIError(error.message)
+        }
+        let result = try await TaskControl(store: store, wait: change.waitDuration)
+            .perform(action, on: task, dryRun: change.dryRun)
+        try ChangeReport.print([result], json: options.json)
+    }
+
+    private func runFiltered() async throws {
+        let query = try filters.query(defaultStatuses: defaultStatuses ?? TaskControl.statuses(changedBy: action))
+        guard change.dryRun || change.yes || Terminal.canAsk else {
+            throw CLIError.usage(
+                "\(action.rawValue) by filter asks for confirmation on a terminal; give --yes to go ahead without "
+                    + "one, or --dry-run to see what it would do")
+        }
+        let store = try options.openStore(readOnly: change.dryRun)
+        let tasks = try await Self.roots(matching: query, in: store)
+        if !change.dryRun, !change.yes, !tasks.isEmpty {
+            guard Terminal.confirm("\(action.rawValue) \(Format.tasks(tasks.count)) (\(Self.byStatus(tasks)))?") else {
+                throw CLIError("not confirmed; nothing was changed")
+            }
+        }
+        // The precheck's refusals stay where their tasks are in the listing.
+        var outcomes: [TaskControl.Outcome?] = Array(repeating: nil, count: tasks.count)
+        var candidates: [(index: Int, task: TaskRecord)] = []
+        for (index, task) in tasks.enumerated() {
+            do {
+                try precheck(task)
+                candidates.append((index, task))
+            } catch {
+                outcomes[index] = .refused(error)
+            }
+        }
+        let performed = try await TaskControl(store: store, wait: change.waitDuration)
+            .perform(action, on: candidates.map(\.task), dryRun: change.dryRun)
+        for (candidate, outcome) in zip(candidates, performed) { outcomes[candidate.index] = outcome }
+        try report(outcomes.compactMap { $0 })
+    }
+
+    /// Every root matching `query`, oldest first (so that tasks submitted meanwhile do not shift the pages).
+    static func roots(matching query: TaskQuery, in store: OperatorStore) async throws -> [TaskRecord] {
+        var page = query
+        page.sort = .created
+        page.reverse = true
+        page.limit = 1000
+        page.offset = 0
+        var seen: Set<String> = []
+        var roots: [TaskRecord] = []
+        while true {
+            let rows = try await store.checked { [page] in try await $0.roots(page) }
+            for row in rows where seen.insert(row.id).inserted { roots.append(row) }
+            guard rows.count == page.limit else { break }
+            page.offset += rows.count
+        }
+        return roots
+    }
+
+    /// `10 pending, 4 running`.
+    static func byStatus(_ tasks: [TaskRecord]) -> String {
+        let counts = Dictionary(grouping: tasks, by: \.status).mapValues(\.count)
+        return TaskStatus.allCases.compactMap { status in counts[status].map { "\(Format.count($0)) \(status)" } }
+            .joined(separator: ", ")
+    }
+
+    /// `change --json` by filter.
+    struct SummaryJSON: Encodable {
+        var action: String
+        var dryRun: Bool
+        /// Roots the filters chose.
+        var matched: Int
+        /// Those changed (or, on a dry run, that would be).
+        var changed: Int
+        var changes: [TaskControl.Change]
+        var refused: [TaskControl.Refusal]
+    }
+
+    private func report(_ outcomes: [TaskControl.Outcome]) throws {
+        var changes: [TaskControl.Change] = []
+        var refusals: [TaskControl.Refusal] = []
+        for outcome in outcomes {
+            switch outcome {
+            case .changed(let change): changes.append(change)
+            case .refused(let refusal): refusals.append(refusal)
+            }
+        }
+        if options.json {
+            try JSONOutput.print(
+                SummaryJSON(
+                    action: action.rawValue, dryRun: change.dryRun, matched: outcomes.count, changed: changes.count,
+                    changes: changes, refused: refusals))
+        } else {
+            try ChangeReport.print(changes, json: false)
+        }
+        for refusal in refusals { Terminal.standardError("progressctl: refused: \(refusal.message)") }
+        if !options.json {
+            var summary = "\(change.dryRun ? "would \(action.rawValue)" : pastTense) \(Format.count(changes.count)) of "
+                + Format.tasks(outcomes.count)
+            if !refusals.isEmpty {
+                let shown = refusals.prefix(5).map(\.id).joined(separator: ", ")
+                summary += " (\(Format.count(refusals.count)) refused: \(shown)\(refusals.count > 5 ? ", …" : ""))"
+            }
+            Terminal.output(summary.escapedForTerminal)
+        }
+        if !refusals.isEmpty { throw ExitCode(1) }
+    }
+}
+
+/// Prints what changes did, a line each: `cancel 8k3fq2xa (import): applied: running → cancelled`.
+enum ChangeReport {
+    static func print(_ results: [TaskControl.Change], json: Bool) throws {
+        if json {
+            try JSONOutput.print(results)
+            return
+        }
+        for result in results {
+            let verb = result.dryRun ? "would \(result.action)" : result.action
+            let how = result.via == "owner" ? " (by owner '\(result.ownerID ?? "")')" : ""
+            Terminal.output("\(verb) \(result.id) (\(result.name))\(how): \(result.outcome)".escapedForTerminal)
+        }
+    }
+}
