@@ -235,7 +235,6 @@ extension PostgresTaskStore {
     package func claimRoots(_ claim: RootClaim) async throws -> [ClaimedRoot] {
         guard !claim.fromOwners.isEmpty, claim.limit > 0 else { return [] }
         var parameters = PostgresBindings()
-        parameters.append(claim.newOwner)
         parameters.append(Int64(claim.limit))
         var kindCondition = ""
         if let kinds = claim.kinds {
@@ -262,24 +261,23 @@ extension PostgresTaskStore {
             branches.append(
                 """
                 owner\(branches.count) AS (
-                  SELECT id, owner_id, priority, created_at FROM \(names.tasks)
+                  SELECT id, status, kind, priority, created_at, next_attempt_at, owner_id FROM \(names.tasks)
                   WHERE parent_id IS NULL AND finished_at IS NULL AND \(condition)\(kindCondition)
-                  ORDER BY priority DESC, created_at, id LIMIT $2 FOR UPDATE SKIP LOCKED)
+                  ORDER BY priority DESC, created_at, id LIMIT $1 FOR UPDATE SKIP LOCKED)
                 """)
         }
         let location = location
-        let claimed = try await write { connection in
-            // The chunk, then taken by one statement; its owners as they were come back with it. Subtasks are fenced
-            // through their root's owner, so they need no change.
-            try await rows(
+        let newOwner = claim.newOwner
+        let claimed = try await write { connection -> [ClaimedRoot] in
+            // The chunk, locked (rows another executor holds are skipped) and read as it is before the claim; then
+            // taken by one statement over the same ids. Subtasks are fenced through their root's owner, so they need
+            // no change. (An UPDATE … FROM the chunk would hash the whole table to join it, for every chunk.)
+            let chunk = try await rows(
                 """
-                WITH \(branches.joined(separator: ",\n")),
-                chunk AS (
-                  SELECT id, owner_id FROM (\(
-                    branches.indices.map { "SELECT * FROM owner\($0)" }.joined(separator: " UNION ALL "))) AS candidates
-                  ORDER BY priority DESC, created_at, id LIMIT $2)
-                UPDATE \(names.tasks) AS t SET owner_id = $1 FROM chunk WHERE t.id = chunk.id
-                RETURNING t.id, t.status, t.kind, t.priority, t.created_at, t.next_attempt_at, chunk.owner_id
+                WITH \(branches.joined(separator: ",\n"))
+                SELECT id, status, kind, priority, created_at, next_attempt_at, owner_id FROM (\(
+                  branches.indices.map { "SELECT * FROM owner\($0)" }.joined(separator: " UNION ALL "))) AS candidates
+                ORDER BY priority DESC, created_at, id LIMIT $1
                 """, parameters, connection: connection
             ) { row -> ClaimedRoot in
                 let (id, statusText, kind, priority, createdAt, nextAttemptAt, previousOwner) = try row.decode(
@@ -293,6 +291,15 @@ extension PostgresTaskStore {
                     createdAt: Date(storedMilliseconds: createdAt),
                     nextAttemptAt: nextAttemptAt.map(Date.init(storedMilliseconds:)), previousOwner: previousOwner)
             }
+            guard !chunk.isEmpty else { return [] }
+            let taken = try await rows(
+                "WITH taken AS (UPDATE \(names.tasks) SET owner_id = $1 WHERE id = ANY($2::text[]) RETURNING 1) SELECT count(*) FROM taken",
+                bindings(newOwner, chunk.map(\.id)), connection: connection
+            ) { try $0.decode(Int64.self) }.first ?? 0
+            guard taken == chunk.count else {
+                throw TaskStoreError(.other, path: location, message: "a claim read \(chunk.count) roots but took \(taken)")
+            }
+            return chunk
         }
         return claimed.sorted { left, right in
             if left.priority != right.priority { return left.priority > right.priority }
