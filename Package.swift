@@ -104,6 +104,7 @@ let package = Package(
             name: "progression-bench",
             dependencies: [
                 "Progression", "ProgressionSQLite", "CSQLite", .product(name: "Logging", package: "swift-log"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
             ],
             path: "Sources/progression-bench",
             swiftSettings: swiftSettings

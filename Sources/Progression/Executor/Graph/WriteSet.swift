@@ -54,9 +54,11 @@ extension GraphState {
         return TakenBatch(batch: batch, sequence: changeSequence, samples: samples.count)
     }
 
-    /// A batch committed: staged transitions become visible, and who waited for it is returned to be resumed.
+    /// A batch committed: staged transitions become visible, roots whose end it holds are settled, and who waited for
+    /// it is returned to be resumed.
     mutating func committed(upTo sequence: Int64) -> [CheckedContinuation<Void, any Error>] {
         committedSequence = max(committedSequence, sequence)
+        settleEndedRuns(upTo: committedSequence)
         if case .failing = storage { storage = .healthy }
         if !stagedNodes.isEmpty {
             var promoted: [TaskNode] = []
@@ -122,4 +124,7 @@ extension GraphState {
     }
 
     var hasPendingWrites: Bool { !dirtyNodes.isEmpty || !events.isEmpty || !commitWaiters.isEmpty }
+
+    /// Someone waits for the next commit: a caller, or a root whose end is to be settled.
+    var awaitsCommit: Bool { urgent || !commitWaiters.isEmpty || !endedRuns.isEmpty }
 }
