@@ -158,10 +158,11 @@ package final class SQLiteConnection {
     /// The policy that replaces SQLite's automatic checkpoint, which runs in the commit that crosses its threshold and
     /// makes that commit (and whoever waits for it) wait for two `fsync`s.
     ///
-    /// After each commit, on the thread that committed: when the log holds `handOff` frames or more, `handOffNeeded`
-    /// is called (to have another connection checkpoint, off this thread); when it holds `inline` frames or more
-    /// (the other connection falls behind, or readers hold old frames), this connection checkpoints passively itself,
-    /// so that the log stays bounded.
+    /// After each commit, on the thread that committed: when the log has grown by `handOff` frames since it started
+    /// over or since the last call, `handOffNeeded` is called (to have another connection checkpoint, off this
+    /// thread: while commits go on, the log does not start over, and asking at every commit would copy the same hot
+    /// pages again and again); when it holds `inline` frames or more (the other connection falls behind, or readers
+    /// hold old frames), this connection checkpoints passively itself, so that the log stays bounded.
     package func checkpointAfterCommits(handOff: Int, inline: Int, handOffNeeded: @escaping @Sendable () -> Void) {
         precondition(handOff > 0 && inline >= handOff, "thresholds must be positive and inline >= handOff")
         let hook = CommitHook(handOff: Int32(clamping: handOff), inline: Int32(clamping: inline), handOffNeeded: handOffNeeded)
@@ -171,11 +172,17 @@ package final class SQLiteConnection {
             { context, db, _, frames in
                 guard let context else { return SQLITE_OK }
                 let hook = Unmanaged<CommitHook>.fromOpaque(context).takeUnretainedValue()
+                if frames < hook.lastFrames {
+                    // The log started over.
+                    hook.nextHandOff = hook.handOff
+                }
+                hook.lastFrames = frames
                 if frames >= hook.inline {
                     // As SQLite's own automatic checkpoint does; a failure (a reader holds old frames) is retried
                     // after the next commit.
                     sqlite3_wal_checkpoint_v2(db, nil, SQLITE_CHECKPOINT_PASSIVE, nil, nil)
-                } else if frames >= hook.handOff {
+                } else if frames >= hook.nextHandOff {
+                    hook.nextHandOff = frames + hook.handOff
                     hook.handOffNeeded()
                 }
                 return SQLITE_OK
@@ -183,16 +190,22 @@ package final class SQLiteConnection {
             Unmanaged.passUnretained(hook).toOpaque())
     }
 
-    /// What the commit hook reads; the connection keeps it alive while SQLite holds a pointer to it.
+    /// What the commit hook reads and keeps; the connection keeps it alive while SQLite holds a pointer to it, and it
+    /// is used only by the connection's commits (on the connection's thread).
     private final class CommitHook {
         let handOff: Int32
         let inline: Int32
         let handOffNeeded: @Sendable () -> Void
+        /// The log's size at which the next hand-off is asked for.
+        var nextHandOff: Int32
+        /// The log's size after the previous commit (a smaller one means it started over).
+        var lastFrames: Int32 = 0
 
         init(handOff: Int32, inline: Int32, handOffNeeded: @escaping @Sendable () -> Void) {
             self.handOff = handOff
             self.inline = inline
             self.handOffNeeded = handOffNeeded
+            nextHandOff = handOff
         }
     }
 

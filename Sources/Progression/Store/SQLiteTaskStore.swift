@@ -19,9 +19,14 @@ import ProgressionSQLite
 public actor SQLiteTaskStore: TaskStoreBackend {
     /// How the database is opened.
     public struct Configuration: Sendable {
-        /// `.normal`: commits survive a process crash; a power loss may lose the last ones (never corrupts).
-        /// `.full`: every commit is synced to the disk.
-        public enum Synchronous: Sendable { case normal, full }
+        /// How commits reach the disk (SQLite's `synchronous` setting, in WAL mode).
+        public enum Synchronous: Sendable {
+            /// Commits survive a process crash; a power loss may lose the last ones but never corrupts the file.
+            case normal
+            /// Every commit is synced to the disk: it also survives a power loss, at the cost of an `fsync` per
+            /// commit.
+            case full
+        }
 
         /// How commits reach the disk (`.normal` by default).
         public var synchronous: Synchronous = .normal
