@@ -132,6 +132,7 @@ let package = Package(
             dependencies: [
                 "Progression", "ProgressionSQLite", "CSQLite", .product(name: "Logging", package: "swift-log"),
                 .target(name: "ProgressionPostgres", condition: .when(traits: ["PostgreSQL"])),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
             ],
             path: "Sources/progression-bench",
             swiftSettings: swiftSettings

@@ -52,13 +52,18 @@ extension PostgresTaskStore {
     }
 
     /// How many roots match `query` (its limit and offset ignored).
-    public func countRoots(_ query: TaskQuery) async throws -> Int {
+    public func countRoots(_ query: TaskQuery, upTo bound: Int?) async throws -> Int {
         try await read { connection in
-            let (conditions, parameters) = Self.filter(query)
-            return Int(
-                try await rows("SELECT count(*) FROM \(names.tasks) WHERE \(conditions)", parameters, connection: connection) {
-                    try $0.decode(Int64.self)
-                }.first ?? 0)
+            var (conditions, parameters) = Self.filter(query)
+            let sql: String
+            if let bound {
+                // Stops after `bound` rows: a page's footer does not count a million rows.
+                parameters.append(Int64(max(0, bound)))
+                sql = "SELECT count(*) FROM (SELECT 1 FROM \(names.tasks) WHERE \(conditions) LIMIT $\(parameters.count)) AS page"
+            } else {
+                sql = "SELECT count(*) FROM \(names.tasks) WHERE \(conditions)"
+            }
+            return Int(try await rows(sql, parameters, connection: connection) { try $0.decode(Int64.self) }.first ?? 0)
         }
     }
 

@@ -52,6 +52,9 @@ package final class SQLiteConnection {
     package let interruptHandle: SQLiteInterruptHandle
     private var statementCache: [String: SQLiteStatement] = [:]
     private var transactionDepth = 0
+    /// Set by ``checkpointAfterCommits(handOff:inline:handOffNeeded:)``; SQLite points at it until the connection
+    /// closes.
+    private var commitHook: CommitHook?
 
     /// Opens (and, by default, creates) the database at `path`.
     ///
@@ -114,13 +117,101 @@ package final class SQLiteConnection {
         guard interruptHandle.invalidate() else { return }
         statementCache.removeAll()
         sqlite3_close_v2(handle)
+        commitHook = nil
+    }
+
+    /// How long a statement waits for a lock held by another connection before it fails with `SQLITE_BUSY`.
+    package func setBusyTimeout(_ timeout: Duration) {
+        let milliseconds = timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000
+        sqlite3_busy_timeout(handle, Int32(clamping: milliseconds))
+    }
+
+    // MARK: Checkpoints
+
+    /// How a checkpoint treats readers and writers (`sqlite3_wal_checkpoint_v2`).
+    package enum CheckpointMode: Sendable {
+        /// Copies what it can without waiting for anyone.
+        case passive
+        /// Waits for the writer and for readers of older frames, copies everything, and truncates the log to zero
+        /// bytes.
+        case truncate
+
+        var code: Int32 {
+            switch self {
+            case .passive: SQLITE_CHECKPOINT_PASSIVE
+            case .truncate: SQLITE_CHECKPOINT_TRUNCATE
+            }
+        }
+    }
+
+    /// Copies the write-ahead log's frames into the database file. Returns the frames in the log and how many of
+    /// them are in the database now.
+    @discardableResult
+    package func checkpoint(_ mode: CheckpointMode) throws -> (logFrames: Int, checkpointed: Int) {
+        var log: Int32 = 0
+        var done: Int32 = 0
+        let code = sqlite3_wal_checkpoint_v2(handle, nil, mode.code, &log, &done)
+        guard code == SQLITE_OK else { throw error(code: code, sql: "checkpoint") }
+        return (Int(log), Int(done))
+    }
+
+    /// The policy that replaces SQLite's automatic checkpoint, which runs in the commit that crosses its threshold and
+    /// makes that commit (and whoever waits for it) wait for two `fsync`s.
+    ///
+    /// After each commit, on the thread that committed: when the log has grown by `handOff` frames since it started
+    /// over or since the last call, `handOffNeeded` is called (to have another connection checkpoint, off this
+    /// thread: while commits go on, the log does not start over, and asking at every commit would copy the same hot
+    /// pages again and again); when it holds `inline` frames or more (the other connection falls behind, or readers
+    /// hold old frames), this connection checkpoints passively itself, so that the log stays bounded.
+    package func checkpointAfterCommits(handOff: Int, inline: Int, handOffNeeded: @escaping @Sendable () -> Void) {
+        precondition(handOff > 0 && inline >= handOff, "thresholds must be positive and inline >= handOff")
+        let hook = CommitHook(handOff: Int32(clamping: handOff), inline: Int32(clamping: inline), handOffNeeded: handOffNeeded)
+        commitHook = hook
+        sqlite3_wal_hook(
+            handle,
+            { context, db, _, frames in
+                guard let context else { return SQLITE_OK }
+                let hook = Unmanaged<CommitHook>.fromOpaque(context).takeUnretainedValue()
+                if frames < hook.lastFrames {
+                    // The log started over.
+                    hook.nextHandOff = hook.handOff
+                }
+                hook.lastFrames = frames
+                if frames >= hook.inline {
+                    // As SQLite's own automatic checkpoint does; a failure (a reader holds old frames) is retried
+                    // after the next commit.
+                    sqlite3_wal_checkpoint_v2(db, nil, SQLITE_CHECKPOINT_PASSIVE, nil, nil)
+                } else if frames >= hook.nextHandOff {
+                    hook.nextHandOff = frames + hook.handOff
+                    hook.handOffNeeded()
+                }
+                return SQLITE_OK
+            },
+            Unmanaged.passUnretained(hook).toOpaque())
+    }
+
+    /// What the commit hook reads and keeps; the connection keeps it alive while SQLite holds a pointer to it, and it
+    /// is used only by the connection's commits (on the connection's thread).
+    private final class CommitHook {
+        let handOff: Int32
+        let inline: Int32
+        let handOffNeeded: @Sendable () -> Void
+        /// The log's size at which the next hand-off is asked for.
+        var nextHandOff: Int32
+        /// The log's size after the previous commit (a smaller one means it started over).
+        var lastFrames: Int32 = 0
+
+        init(handOff: Int32, inline: Int32, handOffNeeded: @escaping @Sendable () -> Void) {
+            self.handOff = handOff
+            self.inline = inline
+            self.handOffNeeded = handOffNeeded
+            nextHandOff = handOff
+        }
     }
 
     private func configure(options: SQLiteConnectionOptions, writable: Bool) throws {
         sqlite3_extended_result_codes(handle, 1)
-        let milliseconds = options.busyTimeout.components.seconds * 1000
-            + options.busyTimeout.components.attoseconds / 1_000_000_000_000_000
-        sqlite3_busy_timeout(handle, Int32(clamping: milliseconds))
+        setBusyTimeout(options.busyTimeout)
         progression_sqlite_disable_dqs(handle)
         progression_sqlite_enable_defensive(handle)
 
@@ -510,15 +601,16 @@ package final class SQLiteConnection {
         if transactionDepth > 0 {
             return try savepoint(body)
         }
-        try execute(immediate ? "BEGIN IMMEDIATE" : "BEGIN DEFERRED")
+        // Prepared once: a writer runs thousands of these a second.
+        try cachedStatement(immediate ? "BEGIN IMMEDIATE" : "BEGIN DEFERRED").execute()
         transactionDepth += 1
         defer { transactionDepth -= 1 }
         let value: T
         do {
             value = try body()
-            try execute("COMMIT")
+            try cachedStatement("COMMIT").execute()
         } catch {
-            if isInTransaction { try? execute("ROLLBACK") }
+            if isInTransaction { try? cachedStatement("ROLLBACK").execute() }
             throw error
         }
         return value

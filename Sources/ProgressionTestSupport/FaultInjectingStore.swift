@@ -152,7 +152,9 @@ package final class FaultInjectingStore: TaskStoreBackend {
         try await read(tree: id) { try await inner.tree(of: id) }
     }
     package func roots(_ query: TaskQuery) async throws -> [TaskRecord] { try await read { try await inner.roots(query) } }
-    package func countRoots(_ query: TaskQuery) async throws -> Int { try await read { try await inner.countRoots(query) } }
+    package func countRoots(_ query: TaskQuery, upTo bound: Int?) async throws -> Int {
+        try await read { try await inner.countRoots(query, upTo: bound) }
+    }
     package func events(_ query: EventQuery) async throws -> [TaskEvent] { try await read { try await inner.events(query) } }
     package func root(kind: String, idempotencyKey: String) async throws -> TaskRecord? {
         try await read { try await inner.root(kind: kind, idempotencyKey: idempotencyKey) }

@@ -38,6 +38,7 @@ extension Duration {
 
     /// This duration in milliseconds.
     var inMilliseconds: Double { inSeconds * 1e3 }
+    var inMicroseconds: Double { inSeconds * 1e6 }
 
     /// This duration in nanoseconds.
     var inNanoseconds: Double { inSeconds * 1e9 }

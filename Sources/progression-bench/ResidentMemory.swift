@@ -34,7 +34,10 @@ enum ResidentMemory {
             throw BenchFailure(
                 "the rss child exited \(process.terminationStatus): \(String(decoding: output, as: UTF8.self).prefix(300))")
         }
-        context.log("rss child: peak \(String(format1: peak / 1024, decimals: 1)) MB, \(FigureFormat.number(rate)) tasks/s")
+        let commits = object["commits"] as? Double ?? 0
+        context.log(
+            "rss child: peak \(String(format1: peak / 1024, decimals: 1)) MB, \(FigureFormat.number(rate)) tasks/s, "
+                + "\(FigureFormat.number(commits)) commits (\(String(format1: Double(tasks) / max(1, commits), decimals: 1)) tasks each)")
         return [
             Figure(
                 "rss_mb_after_1m_tasks", peak / 1024, unit: "MB", target: .below(100),
@@ -59,6 +62,8 @@ enum ResidentMemory {
         var configuration = TaskExecutor.Configuration()
         configuration.completedTaskVisibility = .milliseconds(100)
         configuration.maxConcurrentTasks = concurrency
+        let statistics = WriterStatistics()
+        configuration.metricsFactory = statistics
         let executor = TaskExecutor(store: store, configuration: configuration)
         let elapsed = try await SubmitThroughput.submitAll(count: tasks, concurrency: concurrency) { index in
             let id = try await executor.addTask(name: "task-\(index)") { context in
@@ -76,7 +81,7 @@ enum ResidentMemory {
         let line =
             "{\"vmhwm_kb\": \(peak), \"vmrss_kb\": \(resident), \"baseline_vmhwm_kb\": \(baseline), "
             + "\"tasks\": \(tasks), \"bytes_written_per_task\": \(written / Double(tasks)), \"roots_in_memory_at_end\": \(inMemory), "
-            + "\"tasks_per_s\": \(Double(tasks) / elapsed.inSeconds)}"
+            + "\"tasks_per_s\": \(Double(tasks) / elapsed.inSeconds), \"commits\": \(statistics.commitCount)}"
         print(line)
     }
 

@@ -6,7 +6,13 @@ import Progression
 /// completion are committed before ``TaskExecutor/waitForTask(_:)`` returns). `jobs_per_s` submits registered no-op
 /// jobs instead and lets the executor's queue run them, 8 at a time: see ``jobsPerSecond(_:)``.
 enum SubmitThroughput {
-    static let scenario = Scenario(name: "submit", keys: ["tasks_per_s", "jobs_per_s"]) { context in
+    static let scenario = Scenario(
+        name: "submit",
+        keys: [
+            "tasks_per_s", "jobs_per_s", "jobs_per_s_memory", "ratio_jobs_sqlite_vs_memory", "cpu_us_per_job",
+            "cpu_us_per_job_memory", "jobs_per_s_serial",
+        ]
+    ) { context in
         let sizes = context.sizes
         let tasks = try await tasksPerSecond(count: sizes.submittedTasks, concurrency: sizes.submitConcurrency)
         context.log("tasks: \(FigureFormat.number(tasks)) tasks/s")
@@ -15,8 +21,7 @@ enum SubmitThroughput {
                 "tasks_per_s", tasks, unit: "tasks/s", target: .atLeast(20_000),
                 note: "addTask + run + complete of empty closure tasks, SQLite store, "
                     + "\(sizes.submitConcurrency) in flight, \(FigureFormat.number(Double(sizes.submittedTasks))) tasks"),
-            try await jobsPerSecond(context),
-        ]
+        ] + (try await jobsPerSecond(context))
     }
 
     /// Closure tasks per second, on a fresh SQLite store.
@@ -66,35 +71,88 @@ enum SubmitThroughput {
     /// store. The clock runs from the first `submit` until every job's completion is committed and
     /// ``TaskExecutor/flush()`` has returned; the store is then checked to hold `count` completed roots.
     ///
-    /// Bodies are counted from inside the job (a ``Latch``) rather than by polling the executor; once all have run,
-    /// the few completions still being recorded are awaited through `graph()`, which is small by then.
-    static func jobsPerSecond(_ context: BenchContext) async throws -> Figure {
+    /// The same run on the in-memory store gives the executor's own ceiling: runs alternate between the stores (ABBA
+    /// over the repetitions) and the ratio is the median of adjacent pairs, so that the machine's drift hits both.
+    /// `jobs_per_s_serial` is the same loop with one submitter and one job at a time: each `submit` waits for its
+    /// commit, which also carries the previous job's completion.
+    static func jobsPerSecond(_ context: BenchContext) async throws -> [Figure] {
         let count = context.sizes.submittedTasks
         let concurrency = context.sizes.submitConcurrency
-        let result = try await jobs(count: count, concurrency: concurrency)
+        var rates: [StoreKind: [Double]] = [:]
+        var cpu: [StoreKind: [Double]] = [:]
+        var ratios: [Double] = []
+        var submitted: [Duration] = []
+        for repetition in 0..<context.sizes.repetitions {
+            let order: [StoreKind] = repetition.isMultiple(of: 2) ? [.sqlite, .memory] : [.memory, .sqlite]
+            var pair: [StoreKind: Double] = [:]
+            for kind in order {
+                let result = try await jobs(count: count, concurrency: concurrency, store: kind)
+                pair[kind] = result.perSecond
+                rates[kind, default: []].append(result.perSecond)
+                cpu[kind, default: []].append(result.cpuPerJob.inMicroseconds)
+                if kind == .sqlite {
+                    submitted.append(result.submitted)
+                    context.log(
+                        "  SQLite run: \(FigureFormat.number(result.perSecond)) jobs/s, \(result.commits) commits "
+                            + "(\(String(format1: Double(count) / Double(max(1, result.commits)), decimals: 1)) jobs each), "
+                            + "writer busy \(String(format1: 100 * result.commitTime.inSeconds / result.total.inSeconds, decimals: 0)) %, "
+                            + "CPU \(String(format1: result.cpuPerJob.inMicroseconds, decimals: 1)) µs a job")
+                }
+            }
+            ratios.append(pair[.sqlite]! / pair[.memory]!)
+        }
+        let sqlite = Measurement.median(rates[.sqlite]!)
+        let memory = Measurement.median(rates[.memory]!)
+        let ratio = Measurement.median(ratios)
+        let serialCount = max(1, count / 4)
+        let serial = try await jobs(count: serialCount, concurrency: 1, store: .sqlite)
+        let submits = Measurement.median(submitted.map { Double(count) / $0.inSeconds })
         context.log(
-            "jobs: \(FigureFormat.number(result.perSecond)) jobs/s (submits alone took "
-                + "\(String(format1: result.submitted.inMilliseconds, decimals: 0)) ms, "
-                + "all done and flushed after \(String(format1: result.total.inMilliseconds, decimals: 0)) ms)")
-        return Figure(
-            "jobs_per_s", result.perSecond, unit: "jobs/s", target: .atLeast(20_000),
-            note: "submit + run + complete of no-op jobs, SQLite store, \(concurrency) submitters, "
-                + "maxConcurrentTasks \(concurrency), \(FigureFormat.number(Double(count))) jobs, until all ran "
-                + "and flush() returned (submits alone: \(FigureFormat.number(Double(count) / result.submitted.inSeconds)) /s)")
+            "jobs: \(FigureFormat.number(sqlite)) jobs/s on SQLite, \(FigureFormat.number(memory)) in memory "
+                + "(ratio \(String(format1: ratio, decimals: 3))), \(FigureFormat.number(serial.perSecond)) one at a time")
+        let runs = "median of \(context.sizes.repetitions)"
+        return [
+            Figure(
+                "jobs_per_s", sqlite, unit: "jobs/s", target: .atLeast(20_000),
+                note: "submit + run + complete of no-op jobs, SQLite store, \(concurrency) submitters, "
+                    + "maxConcurrentTasks \(concurrency), \(FigureFormat.number(Double(count))) jobs, until all ran "
+                    + "and flush() returned, \(runs) (submits alone: \(FigureFormat.number(submits)) /s)"),
+            Figure(
+                "jobs_per_s_memory", memory, unit: "jobs/s",
+                note: "the same on the in-memory store (the executor's ceiling), \(runs), interleaved with the SQLite runs"),
+            Figure(
+                "ratio_jobs_sqlite_vs_memory", ratio, unit: "ratio", target: .atLeast(0.7),
+                note: "jobs_per_s on SQLite / on the in-memory store, median of \(ratios.count) adjacent pairs"),
+            Figure(
+                "cpu_us_per_job", Measurement.median(cpu[.sqlite]!), unit: "µs",
+                note: "CPU time of the process (all threads, user + system) per job in the jobs_per_s runs, median"),
+            Figure(
+                "cpu_us_per_job_memory", Measurement.median(cpu[.memory]!), unit: "µs", target: .atMost(40),
+                note: "the same on the in-memory store: the executor's own cost"),
+            Figure(
+                "jobs_per_s_serial", serial.perSecond, unit: "jobs/s", target: .atLeast(3_000),
+                note: "the same with 1 submitter and maxConcurrentTasks 1 (each submit waits for its commit), "
+                    + "\(FigureFormat.number(Double(serialCount))) jobs, SQLite store, one run"),
+        ]
     }
 
     /// One run of the jobs loop: the rate, how long the submits took, and how long everything took.
-    static func jobs(count: Int, concurrency: Int) async throws -> (perSecond: Double, submitted: Duration, total: Duration) {
+    static func jobs(
+        count: Int, concurrency: Int, store kind: StoreKind
+    ) async throws -> JobsRun {
         let scratch = try ScratchDirectory()
         defer { scratch.remove() }
-        let opened = try StoreKind.sqlite.makeStore(in: scratch)
+        let opened = try kind.makeStore(in: scratch)
         var configuration = TaskExecutor.Configuration()
         configuration.completedTaskVisibility = .milliseconds(100)
         configuration.maxConcurrentTasks = concurrency
+        let statistics = WriterStatistics()
+        configuration.metricsFactory = statistics
         let executor = TaskExecutor(store: opened.store, configuration: configuration)
         let done = Latch(count: count)
         try executor.register("noop", input: NoopInput.self) { _, _ in done.arrive() }
         let start = ContinuousClock.now
+        let cpuBefore = ProcessTimes.cpu()
         let submitted = try await submitAll(count: count, concurrency: concurrency) { _ in
             _ = try await executor.submit("noop", input: NoopInput(), idempotencyKey: nil)
         }
@@ -107,10 +165,27 @@ enum SubmitThroughput {
         }
         try await executor.flush()
         let total = ContinuousClock.now - start
+        let cpu = ProcessTimes.cpu() - cpuBefore
         let stored = try await opened.store.statistics().rootsByStatus["completed"] ?? 0
         await executor.shutdown()
         await opened.close()
         guard stored == count else { throw BenchFailure("\(stored) of \(count) jobs are stored as completed") }
-        return (Double(count) / total.inSeconds, submitted, total)
+        return JobsRun(
+            perSecond: Double(count) / total.inSeconds, submitted: submitted, total: total,
+            commits: statistics.commitCount, commitTime: statistics.commitTime,
+            cpuPerJob: cpu / count)
+    }
+
+    /// What one run of the jobs loop measured.
+    struct JobsRun {
+        /// Jobs per second, from the first submit until all were committed as completed.
+        var perSecond: Double
+        /// How long the submits took, and everything.
+        var submitted, total: Duration
+        /// Batches the writer committed, and the time it spent in them (writing, committing).
+        var commits: Int
+        var commitTime: Duration
+        /// The process's CPU time (user and system, all threads) per job: steadier than rates on a shared machine.
+        var cpuPerJob: Duration
     }
 }

@@ -21,10 +21,11 @@ struct RunResumeTests {
             in: temp.url)
         #expect(straight.status == 0, "\(straight.stderr)")
 
-        // Slowed down (150 ms before each file) so that it can be killed between files.
+        // Slowed down (600 ms before each file, two files at a time: about 4 s in all) so that it can be killed between
+        // files even when the machine is so busy running other tests that this one's polls come late.
         let db = temp.path("killed.sqlite")
         let first = try ChildProcess(
-            "progression-demo", ["run", "--db", db, "--data", temp.path("killed"), "--file-delay-ms", "150"],
+            "progression-demo", ["run", "--db", db, "--data", temp.path("killed"), "--file-delay-ms", "600"],
             in: temp.url)
         try await poll("the job's submission") { first.stdout.contains("Job ") }
         let store = try SQLiteTaskStore(path: db)

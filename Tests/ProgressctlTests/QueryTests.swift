@@ -58,6 +58,27 @@ import Testing
         #expect(none.stdout == "0 of 0 tasks\n")
     }
 
+    /// Beside a page, the footer counts up to 10,000 (a count of a million roots would take longer than the page);
+    /// alone, it counts them all.
+    @Test func theFooterOfAPageCountsUpTo10000() async throws {
+        let fixture = try Fixture()
+        let records = (0..<10_001).map { index in
+            TaskRecord(
+                id: String(format: "t%05d", index), name: "task \(index)", kind: "import", status: .completed,
+                createdAt: fixture.start.addingTimeInterval(Double(index)),
+                finishedAt: fixture.start.addingTimeInterval(Double(index) + 1))
+        }
+        try await fixture.store.insert(records, events: [])
+        let page = try await fixture.run(["list", "--limit", "2"])
+        #expect(page.status == 0)
+        #expect(page.stdout.split(separator: "\n").last == "2 of 10,000+ tasks")
+        let count = try await fixture.run(["list", "--limit", "0"])
+        #expect(count.stdout == "0 of 10,001 tasks\n")
+        let fewer = try await fixture.run(["list", "--limit", "2", "--since", "2026-05-28T22:40:00Z"])
+        #expect(fewer.status == 0, "\(fewer.stderr)")
+        #expect(fewer.stdout.split(separator: "\n").last?.hasSuffix("+ tasks") == false)
+    }
+
     @Test func showPrintsTheInputKeyAndResult() async throws {
         let fixture = try Fixture()
         let input = #"{"file":"a.csv","options":{"header":true,"columns":[]},"rows":[1,2]}"#

@@ -170,3 +170,57 @@ struct SQLiteConnectionTests {
         }
     }
 }
+
+/// The commit hook that replaces SQLite's automatic checkpoint.
+struct SQLiteCheckpointPolicyTests {
+    private func withConnection(_ body: (SQLiteConnection, String) throws -> Void) throws {
+        let directory = FileManager.default.temporaryDirectory.path + "/progression-sqlite-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let path = directory + "/test.sqlite"
+        try body(try SQLiteConnection(path: path), path)
+    }
+
+    /// Writes `pages` new pages of 4 KiB, one transaction each.
+    private func write(pages: Int, to connection: SQLiteConnection) throws {
+        let blob = SQLiteValue.blob([UInt8](repeating: 7, count: 4000))
+        for _ in 0..<pages { try connection.execute("INSERT INTO t (b) VALUES (?)", [blob]) }
+    }
+
+    private static func walFrames(_ path: String) -> Int {
+        let bytes = (try? FileManager.default.attributesOfItem(atPath: path + "-wal")[.size] as? Int) ?? 0
+        return bytes <= 32 ? 0 : (bytes - 32) / (4096 + 24)
+    }
+
+    @Test func commitsPastTheHandOffThresholdAskForACheckpointAndNoneRunsInTheCommit() throws {
+        try withConnection { connection, path in
+            try connection.execute("CREATE TABLE t (b BLOB)")
+            let asked = Atomic<Int>(0)
+            connection.checkpointAfterCommits(handOff: 50, inline: 10_000) { asked.add(1, ordering: .relaxed) }
+            try write(pages: 10, to: connection)
+            #expect(Self.walFrames(path) < 50)
+            #expect(asked.load(ordering: .relaxed) == 0, "under 50 frames nothing is asked")
+            try write(pages: 200, to: connection)
+            // Once per 50 frames the log grew, not at every commit past 50 (200 commits of about 2 frames).
+            let frames = Self.walFrames(path)
+            #expect(asked.load(ordering: .relaxed) > 0)
+            #expect(asked.load(ordering: .relaxed) <= frames / 50, "\(asked.load(ordering: .relaxed)) asks for \(frames) frames")
+            // Nobody checkpointed: SQLite's automatic checkpoint (1,000 frames) is off, the log keeps every frame.
+            try write(pages: 1_200, to: connection)
+            #expect(Self.walFrames(path) >= 1_400)
+        }
+    }
+
+    @Test func commitsPastTheInlineThresholdCheckpointThemselvesSoThatTheLogStaysBounded() throws {
+        try withConnection { connection, path in
+            try connection.execute("CREATE TABLE t (b BLOB)")
+            connection.checkpointAfterCommits(handOff: 20, inline: 100) {}
+            try write(pages: 1_000, to: connection)
+            // Each commit past 100 frames copied the log back, and the next one started it over.
+            #expect(Self.walFrames(path) <= 110, "\(Self.walFrames(path)) frames in the log")
+            let result = try connection.checkpoint(.truncate)
+            #expect(result.logFrames == 0)
+            #expect(Self.walFrames(path) == 0)
+        }
+    }
+}

@@ -31,6 +31,9 @@ extension CrashTest {
         @Option(help: "Submit this many batch jobs (idempotent: batch-0, batch-1, …).") var submitBatch = 0
         @Option(help: "Iterations of each batch job's checkpointed loop.") var iterations = 20
         @Option(help: "Milliseconds of work per step and per iteration.") var delay = 15
+        @Option(
+            help: "Milliseconds of work per step and iteration of every job this worker runs, whatever its input says (a resumed job finishes fast)."
+        ) var runDelay: Int?
         @Option(help: "Submit a job with this id that kills its own process whenever it runs.") var submitSuicide: String?
         @Option(help: "Submit a pausable job with this id that ticks every 10 ms.") var submitSleeper: String?
         @Option(help: "How many ticks the sleeper job runs (forever if not given).") var ticks: Int?
@@ -48,7 +51,7 @@ extension CrashTest {
             configuration.shutdownGracePeriod = .seconds(5)
             let executor = try await CrashDatabase.executor(db: db, configuration: configuration)
             let ledger = Ledger(path: ledger)
-            try Self.register(on: executor, ledger: ledger)
+            try Self.register(on: executor, ledger: ledger, runDelay: runDelay)
             try await executor.start()
             ledger.append("worker \(ProcessInfo.processInfo.processIdentifier) started")
             // The store's health, as the executor sees it, in the ledger (which may live on another file system).
@@ -121,10 +124,10 @@ extension CrashTest {
             return unfinished.isEmpty
         }
 
-        static func register(on executor: TaskExecutor, ledger: Ledger) throws {
+        static func register(on executor: TaskExecutor, ledger: Ledger, runDelay: Int? = nil) throws {
             try executor.register("batch", input: BatchInput.self) { input, context in
                 let job = context.taskID
-                let delay = Duration.milliseconds(input.delayMilliseconds)
+                let delay = Duration.milliseconds(runDelay ?? input.delayMilliseconds)
                 var sum = 0
                 for step in 0..<input.steps {
                     sum += try await context.push("step \(step)") { stepContext in

@@ -97,10 +97,13 @@ extension ExecutionEngine {
     }
 
     /// Sweeps finished roots past their visibility, writes the owner's heartbeat when due, and checkpoints the
-    /// store's log off the commit path.
+    /// store's log off the commit path: passively while changes come (commits past 1,000 log frames ask for more), and
+    /// once with truncation when nothing changed for a whole interval, so that an idle service leaves an empty log.
     func runMaintenance() async {
         var lastHeartbeat = clock.now()
         var lastCheckpoint = clock.now()
+        var sequenceAtCheckpoint = state.withLock { $0.changeSequence }
+        var truncated = true
         while !Task.isCancelled {
             do { try await clock.sleep(.milliseconds(250)) } catch { return }
             sweepFinished()
@@ -115,7 +118,15 @@ extension ExecutionEngine {
             }
             if now - lastCheckpoint >= configuration.checkpointInterval {
                 lastCheckpoint = now
-                try? await store.maintain(.passiveCheckpoint)
+                let sequence = state.withLock { $0.changeSequence }
+                if sequence != sequenceAtCheckpoint {
+                    sequenceAtCheckpoint = sequence
+                    truncated = false
+                    try? await store.maintain(.passiveCheckpoint)
+                } else if !truncated {
+                    // Briefly: a reader of another process (progressctl watch) must not hold this executor's writes.
+                    truncated = (try? await store.maintain(.truncatingCheckpoint(patience: .milliseconds(50)))) != nil
+                }
             }
         }
     }

@@ -142,11 +142,12 @@ extension ExecutionEngine {
             await execute(handle, isRoot: true) { context in try await start.body(context) }
         }
         Self.end(span, result)
-        await end(handle, result.map { _ in nil }, started: started)
+        end(handle, result.map { _ in nil }, started: started)
     }
 
-    /// A task's attributes on its span.
+    /// A task's attributes on its span (none on a span that records nothing: the default tracer's).
     static func describe(_ span: any Span, _ record: TaskRecord) {
+        guard span.isRecording else { return }
         span.attributes["progression.task.id"] = record.id
         span.attributes["progression.task.kind"] = record.kind ?? "closure"
         span.attributes["progression.task.attempt"] = record.attempt
@@ -162,39 +163,34 @@ extension ExecutionEngine {
         span.end()
     }
 
-    /// Records how a root's run ended, gives its slot to the next root, and waits for the record's commit; then the
-    /// root waits for its next attempt, or is idle.
-    func end(_ handle: NodeHandle, _ result: Result<Data?, any Error>, started: TaskRecord) async {
+    /// Records how a root's run ended and gives its slot to the next root. Once the record is committed (the writer
+    /// settles it then, without a task waiting), the root waits for its next attempt or is idle.
+    func end(_ handle: NodeHandle, _ result: Result<Data?, any Error>, started: TaskRecord) {
         let now = now()
-        let random = Double.random(in: 0..<1)
-        let (sequence, retryDelay, lost, launches, ended) = locked {
-            state -> (Int64?, Duration?, Bool, [RootLaunch], TaskRecord?) in
+        let monotonicNow = clock.now()
+        // The jitter of a retry's delay; drawing it costs a system call, so only a failure draws it.
+        let random = if case .failure = result { Double.random(in: 0..<1) } else { 0.0 }
+        let (retryDelay, lost, launches, ended, wakeTimers) = locked {
+            state -> (Duration?, Bool, [RootLaunch], TaskRecord?, Bool) in
             state.runQueue.running -= 1
-            guard let node = state.nodes[handle] else { return (nil, nil, false, state.dispatch(now: now), nil) }
+            guard let node = state.nodes[handle] else { return (nil, false, state.dispatch(now: now), nil, false) }
             let lost = node.effectiveStop?.reason == .leaseLost
             let (sequence, delay) = state.finish(node, result, now: now, random: random, configuration: configuration)
-            return (sequence, delay, lost, state.dispatch(now: now), node.record)
+            let run = EndedRun(handle: handle, retryAt: delay.map { monotonicNow + $0 }, lost: lost)
+            if let sequence, sequence > state.committedSequence {
+                state.endedRuns.append((sequence, run))
+            } else {
+                state.settle(run)
+            }
+            let launches = state.dispatch(now: now)
+            defer { state.timersChanged = false }
+            return (delay, lost, launches, node.record, state.timersChanged)
         }
         launch(launches)
+        if wakeTimers { timerSignal.signal() }
+        // Whoever waits for this root (waitForTask, a retry by hand) waits for the commit: no batching window.
+        wakeWriter(urgent: true)
         if let ended, !lost { record(ended, startedAt: started.startedAt ?? now, now: now, retryDelay: retryDelay) }
-        if let sequence { try? await waitForCommit(sequence) }
-        locked { state in
-            guard let node = state.nodes[handle] else { return }
-            node.runTask = nil
-            if lost {
-                // Another owner runs it now: forget it here.
-                state.setIdle(node)
-                state.removeRoot(node)
-                return
-            }
-            if let retryDelay, !state.isShutDown {
-                node.phase = .delayed
-                node.startsNewAttempt = true
-                if state.timers.add(.retry(handle), at: clock.now() + retryDelay) { timerSignal.signal() }
-                return
-            }
-            state.setIdle(node)
-        }
     }
 
     /// Counts how a run ended, times it, and logs what an operator wants to know (a retry, a failure).
@@ -290,7 +286,44 @@ extension ExecutionEngine {
     }
 }
 
+/// What a root's run leaves to do once the record of its end is committed.
+struct EndedRun: Sendable {
+    let handle: NodeHandle
+    /// When its next attempt is due, on the executor's monotonic clock (an automatic retry).
+    let retryAt: Duration?
+    /// Another owner took it: forgotten here.
+    let lost: Bool
+}
+
 extension GraphState {
+    /// Settles a root whose end is committed: forgotten (another owner runs it), waiting for its next attempt, or idle.
+    /// Sets ``timersChanged`` when its retry is the timer loop's earliest deadline.
+    mutating func settle(_ run: EndedRun) {
+        guard let node = nodes[run.handle] else { return }
+        node.runTask = nil
+        if run.lost {
+            setIdle(node)
+            removeRoot(node)
+            return
+        }
+        if let retryAt = run.retryAt, !isShutDown {
+            node.phase = .delayed
+            node.startsNewAttempt = true
+            if timers.add(.retry(run.handle), at: retryAt) { timersChanged = true }
+            return
+        }
+        setIdle(node)
+    }
+
+    /// Settles the ended roots whose end is committed up to `sequence`.
+    mutating func settleEndedRuns(upTo sequence: Int64) {
+        guard let first = endedRuns.first, first.sequence <= sequence else { return }
+        let count = endedRuns.firstIndex { $0.sequence > sequence } ?? endedRuns.count
+        let settled = endedRuns.prefix(count)
+        endedRuns.removeFirst(count)
+        for entry in settled { settle(entry.run) }
+    }
+
     /// Starts queued roots while slots are free: stages each one's start (a new attempt first, for an automatic
     /// retry) and takes its slot. Returns what to launch.
     mutating func dispatch(now: Date) -> [RootLaunch] {

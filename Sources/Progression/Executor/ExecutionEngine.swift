@@ -129,8 +129,11 @@ final class ExecutionEngine: Sendable {
 
     /// Ends the graph: later waits fail with `error`, and the writer stops once it stored what is left.
     func close(error: any Error = ProgressionError.shutDown) {
-        let waiters = state.withLock { state in
+        let waiters = locked { state in
             state.closedError = error
+            // Nothing waits for their commits any more: ended roots are settled now.
+            state.settleEndedRuns(upTo: .max)
+            state.timersChanged = false
             defer { state.commitWaiters.removeAll() }
             return state.commitWaiters.map(\.continuation)
         }

@@ -2,7 +2,7 @@ import Foundation
 
 /// A job kind as a type: its name, its input and its code, so that registering and submitting are checked by the
 /// compiler (the string-based ``TaskExecutor/register(_:input:options:_:)`` and
-/// ``TaskExecutor/submit(_:input:id:name:options:idempotencyKey:)`` remain for kinds known by name only).
+/// ``TaskExecutor/submit(_:input:id:name:options:idempotencyKey:)-(_,Input,_,_,_,_)`` remain for kinds known by name only).
 ///
 /// ```swift
 /// struct Resize: JobKind {

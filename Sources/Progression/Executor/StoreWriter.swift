@@ -16,12 +16,22 @@ import ProgressionSQLite
 /// backoff; who waits for a commit waits until a batch succeeds.
 actor StoreWriter {
     private let engine: ExecutionEngine
-    private let queue = DispatchSerialExecutor(label: "progression.writer")
+    private let executor: UnownedSerialExecutor
+    /// The queue of its own, when the store names no executor to share.
+    private let queue: DispatchSerialExecutor?
 
-    nonisolated var unownedExecutor: UnownedSerialExecutor { queue.asUnownedSerialExecutor() }
+    nonisolated var unownedExecutor: UnownedSerialExecutor { executor }
 
     init(engine: ExecutionEngine) {
         self.engine = engine
+        if let shared = engine.store.writerExecutor {
+            queue = nil
+            executor = shared
+        } else {
+            let queue = DispatchSerialExecutor(label: "progression.writer")
+            self.queue = queue
+            executor = queue.asUnownedSerialExecutor()
+        }
     }
 
     /// The wait before the next try after `failures` failed batches in a row: 25 ms, doubling, at most a second (a
@@ -50,8 +60,7 @@ actor StoreWriter {
                     }
                 }
                 // More changed meanwhile and someone waits: go on at once (group commit under load).
-                guard engine.state.withLock({ $0.hasPendingWrites && ($0.urgent || !$0.commitWaiters.isEmpty) })
-                else { break }
+                guard engine.state.withLock({ $0.hasPendingWrites && $0.awaitsCommit }) else { break }
             }
             if engine.state.withLock({ $0.hasPendingWrites }) { engine.wakeWriter(urgent: false) }
         }
@@ -66,11 +75,15 @@ actor StoreWriter {
         let now = engine.now()
         let interval = engine.configuration.progressSampleInterval.seconds
         let owner = engine.ownerID
-        let (taken, waiters) = engine.state.withLock { state -> (GraphState.TakenBatch?, [CheckedContinuation<Void, any Error>]) in
+        let (taken, waiters, wakeTimers) = engine.locked {
+            state -> (GraphState.TakenBatch?, [CheckedContinuation<Void, any Error>], Bool) in
             state.urgent = false
-            if let taken = state.takeBatch(now: now, sampleInterval: interval, owner: owner) { return (taken, []) }
-            return (nil, state.committed(upTo: state.changeSequence))
+            if let taken = state.takeBatch(now: now, sampleInterval: interval, owner: owner) { return (taken, [], false) }
+            let waiters = state.committed(upTo: state.changeSequence)
+            defer { state.timersChanged = false }
+            return (nil, waiters, state.timersChanged)
         }
+        if wakeTimers { engine.timerSignal.signal() }
         for waiter in waiters { waiter.resume() }
         return taken
     }
@@ -83,11 +96,14 @@ actor StoreWriter {
             engine.metrics.commitDuration.recordNanoseconds(Self.nanoseconds(ContinuousClock.now - started))
             engine.metrics.batchSize.record(
                 taken.batch.inserts.count + taken.batch.updates.count + taken.batch.events.count)
-            let (waiters, children) = engine.state.withLock { state in
+            let (waiters, children, wakeTimers) = engine.locked { state in
                 // Conflicts first, so that who waits for the commit sees them when woken.
                 let children = result.conflictingTaskIDs.isEmpty ? [] : state.markConflicted(result.conflictingTaskIDs)
-                return (state.committed(upTo: taken.sequence), children)
+                let waiters = state.committed(upTo: taken.sequence)
+                defer { state.timersChanged = false }
+                return (waiters, children, state.timersChanged)
             }
+            if wakeTimers { engine.timerSignal.signal() }
             for waiter in waiters { waiter.resume() }
             engine.noteStorageRecovered()
             engine.publisherSignal.signal()
@@ -117,7 +133,7 @@ actor StoreWriter {
         let engine = engine
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let now = engine.state.withLock { state -> Bool in
-                if state.urgent || !state.commitWaiters.isEmpty || state.closedError != nil { return true }
+                if state.awaitsCommit || state.closedError != nil { return true }
                 state.windowWaiter = continuation
                 return false
             }

@@ -36,10 +36,13 @@ public protocol TaskContext: AnyObject, Sendable {
     /// again (after a crash, or a retry), a completed subtask of the same name and occurrence is not run again.
     ///
     /// - Parameters:
+    ///   - name: the subtask's name: with the number of earlier siblings of that name, its identity under the parent
+    ///     (give concurrent subtasks distinct names, such as the file each one reads).
     ///   - weight: the subtask's share of the parent's progress: units of the parent's declared total (`.total(_:)`),
-    ///     else relative to the siblings pushed in the same step (the README's "How a task's progress is computed").
+    ///     else relative to the siblings pushed in the same step (<doc:ProgressRule>).
     ///   - options: the subtask's own options (a timeout, say); by default the parent's cancel, pause and retry
     ///     rights, without its timeout (which covers the subtree already) or automatic retries.
+    ///   - step: the subtask's code.
     /// - Throws: ``ProgressionError/subtaskFailed(name:underlying:)`` when the subtask fails or is cancelled on its
     ///   own; `CancellationError` when the parent is cancelled.
     func push(

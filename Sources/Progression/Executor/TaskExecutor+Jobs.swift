@@ -53,8 +53,12 @@ extension TaskExecutor {
     /// (in the same commit when one is free now).
     ///
     /// - Parameters:
-    ///   - idempotencyKey: a second submit with the same kind and key returns the first job's id and adds nothing.
+    ///   - kind: the name the kind was registered under.
+    ///   - input: the job's input, stored as JSON with the job.
+    ///   - id: the job's id; a new short id drawn from the store's sequence when `nil`.
+    ///   - name: what the job is called in snapshots and `progressctl`; by default the kind's name.
     ///   - options: by default the kind's options.
+    ///   - idempotencyKey: a second submit with the same kind and key returns the first job's id and adds nothing.
     /// - Throws: ``ProgressionError/unknownKind(_:)``, ``ProgressionError/duplicateID(_:)``, `EncodingError`,
     ///   ``ProgressionError/shutDown``.
     @discardableResult
@@ -89,9 +93,12 @@ extension TaskExecutor {
     /// once every row is committed.
     ///
     /// - Parameters:
+    ///   - kind: the name the kind was registered under.
+    ///   - inputs: one input per job.
+    ///   - options: by default the kind's options.
     ///   - idempotencyKey: derives each job's key from its input; a job whose key exists already is not added again
     ///     and its existing id is returned in its place.
-    /// - Throws: as ``submit(_:input:id:name:options:idempotencyKey:)``.
+    /// - Throws: as ``submit(_:input:id:name:options:idempotencyKey:)-(_,Input,_,_,_,_)``.
     @discardableResult
     public func submit<Input: Encodable & Sendable>(
         _ kind: String, inputs: [Input], options: TaskOptions? = nil,

@@ -73,8 +73,8 @@ public actor TaskExecutor {
         /// (``TaskContext/logger``, with the task's id, kind and attempt as metadata). By default a logger labelled
         /// `progression` of the application's logging system (swift-log's `LoggingSystem`).
         public var logger = Logger(label: "progression")
-        /// Where the executor's counters and timers go (see ``ExecutorMetrics`` in the README: `progression.tasks.*`,
-        /// `progression.writer.*`). `nil`: the application's `MetricsSystem` (a no-op until it bootstraps one).
+        /// Where the executor's counters and timers go (`progression.tasks.*`, `progression.writer.*`: the article
+        /// <doc:Observability> lists them). `nil`: the application's `MetricsSystem` (a no-op until it bootstraps one).
         public var metricsFactory: (any MetricsFactory)?
         /// The tracer of the span each root run and each step gets (attributes `progression.task.id`, `.kind`,
         /// `.attempt`). `nil`: the application's `InstrumentationSystem.tracer` (a no-op until it bootstraps one).
@@ -165,7 +165,10 @@ public actor TaskExecutor {
     /// Adds a task and starts it (when a slot is free). Returns once the task's row is committed.
     ///
     /// - Parameters:
-    ///   - id: the task's id; a new short id (see ``TaskIdentifier``) when `nil`.
+    ///   - name: what the task is called in snapshots, history and `progressctl`.
+    ///   - id: the task's id; a new short id drawn from the store's sequence (`3xjggyz2`) when `nil`.
+    ///   - options: what may be done to it (cancel, pause, retry), its timeout and its priority.
+    ///   - body: the task's code; it runs when a slot is free, after the task's start is committed.
     /// - Throws: ``ProgressionError/duplicateID(_:)`` when a task with this id exists (in memory or in the store);
     ///   ``ProgressionError/shutDown``.
     @discardableResult

@@ -4,7 +4,8 @@ import Foundation
 ///
 /// Times are kept to the millisecond; the store rounds them.
 public struct TaskRecord: Sendable, Hashable, Codable, Identifiable {
-    /// The task's id: see ``TaskIdentifier`` for the forms it takes.
+    /// The task's id. A root's is the caller's, or 8 characters of Crockford's base32 (`3xjggyz2`) drawn from the
+    /// store's sequence; a subtask's is its root's id, a dot and a number (`3xjggyz2.7`).
     public var id: String
     /// The parent's id; `nil` for a root.
     public var parentID: String?

@@ -259,9 +259,11 @@ public actor InMemoryTaskStore: TaskStoreBackend {
             .map { $0 }
     }
 
-    /// How many roots match `query` (its limit and offset ignored).
-    public func countRoots(_ query: TaskQuery) -> Int {
-        state.tasks.values.lazy.filter(query.matches).count
+    /// How many roots match `query` (its limit and offset ignored), at most `bound` when given.
+    public func countRoots(_ query: TaskQuery, upTo bound: Int?) -> Int {
+        let matching = state.tasks.values.lazy.filter(query.matches)
+        guard let bound else { return matching.count }
+        return matching.prefix(max(0, bound)).count
     }
 
     /// History matching `query`, oldest first.

@@ -19,28 +19,48 @@ extension SQLiteTaskStore {
     /// Roots matching `query`, in its order.
     public func roots(_ query: TaskQuery) async throws -> [TaskRecord] {
         try await read { connection in
-            let (conditions, parameters) = Self.filter(query)
-            let direction = query.reverse ? "ASC" : "DESC"
-            let order =
-                switch query.sort {
-                case .created: "created_at \(direction), id \(direction)"
-                case .updated: "updated_at \(direction), id \(direction)"
-                case .progress: "coalesce(progress, -1) \(direction), created_at \(direction), id \(direction)"
-                }
-            return try connection.query(
-                """
-                SELECT \(Self.columns) FROM tasks WHERE \(conditions) ORDER BY \(order) LIMIT ? OFFSET ?
-                """, parameters + [.integer(Int64(max(0, query.limit))), .integer(Int64(max(0, query.offset)))]
-            ) { try record(from: $0) }
+            let (sql, parameters) = Self.rootsSQL(query)
+            return try connection.query(sql, parameters) { try record(from: $0) }
         }
     }
 
     /// How many roots match `query` (its limit and offset ignored).
-    public func countRoots(_ query: TaskQuery) async throws -> Int {
+    public func countRoots(_ query: TaskQuery, upTo bound: Int?) async throws -> Int {
         try await read { connection in
             let (conditions, parameters) = Self.filter(query)
-            return Int(try connection.scalarInt("SELECT count(*) FROM tasks WHERE \(conditions)", parameters) ?? 0)
+            let source = "tasks\(Self.indexHint(query))"
+            guard let bound else {
+                return Int(try connection.scalarInt("SELECT count(*) FROM \(source) WHERE \(conditions)", parameters) ?? 0)
+            }
+            let sql = "SELECT count(*) FROM (SELECT 1 FROM \(source) WHERE \(conditions) LIMIT ?)"
+            return Int(try connection.scalarInt(sql, parameters + [.integer(Int64(max(0, bound)))]) ?? 0)
         }
+    }
+
+    /// The statement of a root listing, with its parameters.
+    package static func rootsSQL(_ query: TaskQuery) -> (String, [SQLiteValue]) {
+        let (conditions, parameters) = filter(query)
+        let direction = query.reverse ? "ASC" : "DESC"
+        let order =
+            switch query.sort {
+            case .created: "created_at \(direction), id \(direction)"
+            case .updated: "updated_at \(direction), id \(direction)"
+            case .progress: "coalesce(progress, -1) \(direction), created_at \(direction), id \(direction)"
+            }
+        return (
+            "SELECT \(columns) FROM tasks\(indexHint(query)) WHERE \(conditions) ORDER BY \(order) LIMIT ? OFFSET ?",
+            parameters + [.integer(Int64(max(0, query.limit))), .integer(Int64(max(0, query.offset)))]
+        )
+    }
+
+    /// A listing of unfinished roots only (pending, running, paused) reads the partial index of those roots and sorts
+    /// what it finds. Without the hint SQLite walks every root newest first through `tasks_roots_by_created` to avoid
+    /// the sort, and on a store of a million finished jobs with ten paused that took 250 ms instead of 4.
+    static func indexHint(_ query: TaskQuery) -> String {
+        guard let statuses = query.statuses, !statuses.isEmpty, statuses.allSatisfy({ !$0.isFinished }) else {
+            return ""
+        }
+        return " INDEXED BY tasks_roots_unfinished"
     }
 
     /// The WHERE clause of a root listing. A status filter that names only unfinished (or only finished) statuses

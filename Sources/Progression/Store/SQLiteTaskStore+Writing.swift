@@ -330,17 +330,29 @@ extension SQLiteTaskStore {
 
     // MARK: Maintenance
 
+    /// Checkpoints run on the checkpointer's connection, one at a time with those the commits ask for (two
+    /// checkpoints of one process at once would make the second fail as busy). A truncating checkpoint waits for
+    /// other processes' readers at most `patience`, holding this store's writes back meanwhile.
     package func maintain(_ work: StoreMaintenance) async throws {
         switch work {
         case .passiveCheckpoint:
-            try await read { connection in try connection.execute("PRAGMA wal_checkpoint(PASSIVE)") }
-        case .truncatingCheckpoint:
-            try await read { connection in try connection.execute("PRAGMA wal_checkpoint(TRUNCATE)") }
+            try await checkpoint(.passive, patience: .zero)
+        case .truncatingCheckpoint(let patience):
+            try await checkpoint(.truncate, patience: patience)
         case .vacuum:
-            try await read { connection in
-                try connection.execute("VACUUM")
-                try connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-            }
+            try await read { connection in try connection.execute("VACUUM") }
+            try await checkpoint(.truncate, patience: busyTimeout)
+        }
+    }
+
+    private func checkpoint(_ mode: SQLiteConnection.CheckpointMode, patience: Duration) async throws {
+        guard let checkpointer else {
+            throw TaskStoreError(.readOnly, path: path, message: "the store is open read-only: no checkpoint")
+        }
+        do {
+            try await checkpointer.checkpointNow(mode, patience: patience)
+        } catch let error as SQLiteError {
+            throw Self.storeError(error, path: path)
         }
     }
 }

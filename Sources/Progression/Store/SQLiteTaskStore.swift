@@ -19,9 +19,14 @@ import ProgressionSQLite
 public actor SQLiteTaskStore: TaskStoreBackend {
     /// How the database is opened.
     public struct Configuration: Sendable {
-        /// `.normal`: commits survive a process crash; a power loss may lose the last ones (never corrupts).
-        /// `.full`: every commit is synced to the disk.
-        public enum Synchronous: Sendable { case normal, full }
+        /// How commits reach the disk (SQLite's `synchronous` setting, in WAL mode).
+        public enum Synchronous: Sendable {
+            /// Commits survive a process crash; a power loss may lose the last ones but never corrupts the file.
+            case normal
+            /// Every commit is synced to the disk: it also survives a power loss, at the cost of an `fsync` per
+            /// commit.
+            case full
+        }
 
         /// How commits reach the disk (`.normal` by default).
         public var synchronous: Synchronous = .normal
@@ -39,6 +44,8 @@ public actor SQLiteTaskStore: TaskStoreBackend {
 
     /// The database file.
     public nonisolated let path: String
+    /// How long a statement waits for another process's lock.
+    let busyTimeout: Duration
     private let queue: DispatchSerialExecutor
     let connection: SQLiteConnection
     let encoder: JSONEncoder
@@ -47,9 +54,14 @@ public actor SQLiteTaskStore: TaskStoreBackend {
     var encodedOptions: [TaskOptions: String] = [:]
     /// Narrow UPDATE statements by the columns they write (and whether they check the owner).
     var updateStatements: [UInt32: SQLiteStatement] = [:]
+    /// Checkpoints the log off the commit path (`nil` when read-only).
+    let checkpointer: WALCheckpointer?
 
     /// The store's dispatch queue: its statements never block Swift's cooperative thread pool.
     public nonisolated var unownedExecutor: UnownedSerialExecutor { queue.asUnownedSerialExecutor() }
+
+    /// The executor's writer runs on the store's queue: its calls into the store switch no thread.
+    package nonisolated var writerExecutor: UnownedSerialExecutor? { queue.asUnownedSerialExecutor() }
 
     /// Opens the database at `path`, creating and migrating it as needed.
     ///
@@ -60,6 +72,7 @@ public actor SQLiteTaskStore: TaskStoreBackend {
     ///   not new), `.readOnly`, `.busy`, `.schemaTooNew`. The file is left as it was.
     public init(path: String, configuration: Configuration = .init()) throws {
         self.path = path
+        busyTimeout = configuration.busyTimeout
         queue = DispatchSerialExecutor(label: "progression.sqlite")
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
@@ -79,7 +92,23 @@ public actor SQLiteTaskStore: TaskStoreBackend {
         } catch let error as SQLiteError {
             throw Self.storeError(error, path: path)
         }
+        if configuration.readOnly {
+            checkpointer = nil
+        } else {
+            let checkpointer = WALCheckpointer(path: path)
+            connection.checkpointAfterCommits(
+                handOff: Self.checkpointHandOffFrames, inline: Self.checkpointInlineFrames
+            ) { checkpointer.request() }
+            self.checkpointer = checkpointer
+        }
     }
+
+    /// Frames in the log (about 4 KiB each) from which commits ask the checkpointer for a checkpoint: SQLite's own
+    /// threshold.
+    static let checkpointHandOffFrames = 1_000
+    /// Frames from which the store's connection checkpoints after a commit itself (the checkpointer fell behind, or a
+    /// reader holds old frames): the log stays under about 40 MiB.
+    static let checkpointInlineFrames = 10_000
 
     /// Opens and migrates the database. Two processes opening a new file at once can meet SQLite's deadlock
     /// avoidance (`SQLITE_BUSY` without waiting) while one switches it to WAL or migrates it: the open is tried again
@@ -162,6 +191,7 @@ public actor SQLiteTaskStore: TaskStoreBackend {
     /// Closes the database. Later calls fail.
     public func close() {
         updateStatements.removeAll()
+        checkpointer?.close()
         connection.close()
     }
 

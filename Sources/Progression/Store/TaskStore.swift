@@ -23,8 +23,10 @@ public protocol TaskStore: Sendable {
     /// Roots matching `query`, in its order.
     func roots(_ query: TaskQuery) async throws -> [TaskRecord]
 
-    /// How many roots match `query` (its limit and offset ignored).
-    func countRoots(_ query: TaskQuery) async throws -> Int
+    /// How many roots match `query` (its limit and offset ignored), counting at most `bound` of them when given: a
+    /// result equal to `bound` means "that many or more". A bounded count costs at most `bound` index entries, where
+    /// an exact one of a million roots reads a million.
+    func countRoots(_ query: TaskQuery, upTo bound: Int?) async throws -> Int
 
     /// History matching `query`, oldest first.
     func events(_ query: EventQuery) async throws -> [TaskEvent]
@@ -40,6 +42,11 @@ public protocol TaskStore: Sendable {
 }
 
 extension TaskStore {
+    /// How many roots match `query` (its limit and offset ignored).
+    public func countRoots(_ query: TaskQuery) async throws -> Int {
+        try await countRoots(query, upTo: nil)
+    }
+
     /// The history of a task and the nodes below it, oldest first: `limit` events after `sequence`.
     public func events(of id: String, after sequence: Int64? = nil, limit: Int = 1000) async throws -> [TaskEvent] {
         try await events(EventQuery(taskID: id, after: sequence, limit: limit))

@@ -3,6 +3,10 @@ import Foundation
 /// The write side of a store: what the executor, its scheduler, progressctl and the benchmark use, and no library user
 /// needs. Every method that writes is one transaction: it happens whole or not at all.
 package protocol TaskStoreBackend: TaskStore {
+    /// The serial executor the executor's writer should run on (`nil`: one of its own). A store whose calls run on a
+    /// serial executor names it, so that the writer's calls into the store run without a thread switch.
+    nonisolated var writerExecutor: UnownedSerialExecutor? { get }
+
     /// Reserves `count` consecutive values of the store's root-id sequence (see ``TaskIdentifier``).
     func reserveIdentifiers(_ count: Int) async throws -> Range<Int64>
 
@@ -75,6 +79,8 @@ package protocol TaskStoreBackend: TaskStore {
 }
 
 extension TaskStoreBackend {
+    package nonisolated var writerExecutor: UnownedSerialExecutor? { nil }
+
     /// Deletes a task, every node below it and their history, whatever its status. Returns how many tasks were
     /// deleted.
     package func deleteTree(of id: String) async throws -> Int {
@@ -91,8 +97,9 @@ extension TaskStoreBackend {
 package enum StoreMaintenance: Sendable, Hashable {
     /// Copies what it can of the write-ahead log into the database without waiting for readers.
     case passiveCheckpoint
-    /// Copies the whole log and truncates it (waits for readers, briefly).
-    case truncatingCheckpoint
+    /// Copies the whole log and truncates it, waiting at most `patience` for readers of old frames (writers wait
+    /// meanwhile).
+    case truncatingCheckpoint(patience: Duration)
     /// Rewrites the database to return free pages to the file system.
     case vacuum
 }

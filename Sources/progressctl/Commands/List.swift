@@ -8,8 +8,9 @@ extension Progressctl {
         static let configuration = CommandConfiguration(
             abstract: "List tasks (roots), newest first, and how many match.",
             discussion: """
-                The last line counts the tasks shown and those that match (`50 of 5,004 tasks`); --limit 0 prints \
-                only that line. --json prints the tasks as an array.
+                The last line counts the tasks shown and those that match (`50 of 5,004 tasks`), up to 10,000 \
+                (`50 of 10,000+ tasks`); --limit 0 prints only that line, with the exact count. --json prints the \
+                tasks as an array.
 
                 Examples:
                   progressctl list
@@ -62,7 +63,10 @@ extension Progressctl {
                 try JSONOutput.print(roots.map { TaskJSON($0) })
                 return
             }
-            let total = try await store.checked { [query] in try await $0.countRoots(query) }
+            // Beside a page of tasks, a count up to a bound: counting a million roots would take longer than the
+            // listing. Alone (--limit 0), the exact count.
+            let bound = limit == 0 ? nil : Self.countBound
+            let total = try await store.checked { [query] in try await $0.countRoots(query, upTo: bound) }
             if !roots.isEmpty {
                 let rows = roots.map { task in
                     [
@@ -77,12 +81,17 @@ extension Progressctl {
                     Terminal.output(line)
                 }
             }
-            Terminal.output(Terminal.paint(Self.footer(shown: roots.count, total: total, offset: offset), .dim))
+            let atLeast = bound.map { total >= $0 } ?? false
+            Terminal.output(Terminal.paint(Self.footer(shown: roots.count, total: total, atLeast: atLeast, offset: offset), .dim))
         }
 
-        /// `50 of 5,004 tasks`; `50 of 5,004 tasks, from number 101` after an offset.
-        static func footer(shown: Int, total: Int, offset: Int) -> String {
-            var footer = "\(Format.count(shown)) of \(Format.tasks(total))"
+        /// The most tasks the footer counts beside a page of them.
+        static let countBound = 10_000
+
+        /// `50 of 5,004 tasks`; `50 of 10,000+ tasks` when the count reached its bound; `50 of 5,004 tasks, from
+        /// number 101` after an offset.
+        static func footer(shown: Int, total: Int, atLeast: Bool = false, offset: Int) -> String {
+            var footer = "\(Format.count(shown)) of " + (atLeast ? "\(Format.count(total))+ tasks" : Format.tasks(total))
             if offset > 0, shown > 0 { footer += ", from number \(Format.count(offset + 1))" }
             return footer
         }

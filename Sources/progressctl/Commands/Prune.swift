@@ -63,7 +63,7 @@ extension Progressctl {
             }
             if !dryRun {
                 do {
-                    try await store.maintain(vacuum ? .vacuum : .truncatingCheckpoint)
+                    try await store.maintain(vacuum ? .vacuum : .truncatingCheckpoint(patience: .seconds(5)))
                 } catch let error as TaskStoreError {
                     let what = vacuum ? "vacuum" : "checkpoint"
                     throw CLIError("pruned \(Format.tasks(result.roots)), but the \(what) failed: \(CLIError(store: error).message)")

@@ -59,7 +59,9 @@ final class OperatorStore: TaskStoreBackend {
     func task(id: String) async throws -> TaskRecord? { try await base.task(id: id) }
     func tree(of id: String) async throws -> [TaskRecord] { try await base.tree(of: id) }
     func roots(_ query: TaskQuery) async throws -> [TaskRecord] { try await base.roots(query) }
-    func countRoots(_ query: TaskQuery) async throws -> Int { try await base.countRoots(query) }
+    func countRoots(_ query: TaskQuery, upTo bound: Int?) async throws -> Int {
+        try await base.countRoots(query, upTo: bound)
+    }
     func events(_ query: EventQuery) async throws -> [TaskEvent] { try await base.events(query) }
     func root(kind: String, idempotencyKey: String) async throws -> TaskRecord? {
         try await base.root(kind: kind, idempotencyKey: idempotencyKey)

@@ -22,7 +22,8 @@ struct RecoveryTests {
     }
 
     @Test func aKilledJobResumesSkippingCompletedStepsFromItsCheckpoint() async throws {
-        let first = try worker(["--submit-batch", "1", "--iterations", "150", "--delay", "20"])
+        // 1,000 iterations of 20 ms: the job is still running when this test, however late on a busy machine, kills it.
+        let first = try worker(["--submit-batch", "1", "--iterations", "1000", "--delay", "20"])
         try await waitUntil("the loop to pass a few checkpoints") {
             ledger.lines.filter { $0.hasPrefix("ckpt ") }.count >= 3
         }
@@ -31,7 +32,7 @@ struct RecoveryTests {
         let job = try #require(try await store().roots(TaskQuery(kind: "batch")).first)
         #expect(job.status == .running)
 
-        let second = try worker(["--exit-when-idle"])
+        let second = try worker(["--exit-when-idle", "--run-delay", "0"])
         #expect(try await second.waitForExit() == 0)
         let done = try #require(try await store().task(id: job.id))
         #expect(done.status == .completed)

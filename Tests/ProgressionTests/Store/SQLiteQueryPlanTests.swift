@@ -61,4 +61,33 @@ struct SQLiteQueryPlanTests {
         #expect(!plan.contains { $0.contains("USE TEMP B-TREE") }, "\(plan)")
         #expect(!plan.contains { $0.hasPrefix("SCAN tasks") && !$0.contains("INDEX") }, "\(plan)")
     }
+
+    /// `progressctl list --status paused` on a store of finished jobs reads the few unfinished roots through their
+    /// partial index (and sorts those) instead of walking every root newest first; and finds the right ones.
+    @Test(arguments: [Set<TaskStatus>([.paused]), [.pending, .running], [.paused, .pending, .running]])
+    func aListingOfUnfinishedRootsReadsTheirIndex(statuses: Set<TaskStatus>) async throws {
+        let directory = try TemporaryDirectory()
+        let store = try SQLiteTaskStore(path: directory.file("plans.sqlite"))
+        let start = Date(timeIntervalSince1970: 1_800_000_000)
+        var roots: [TaskRecord] = []
+        for number in 0..<2_000 {
+            let status: TaskStatus =
+                number % 500 == 7 ? .paused : number % 700 == 3 ? .running : number % 900 == 5 ? .pending : .completed
+            roots.append(
+                makeRecord(
+                    id: String(format: "r%05d", number), status: status,
+                    createdAt: start.addingTimeInterval(Double(number)), owner: "o", kind: "k"))
+        }
+        try await store.insert(roots, events: [])
+        let query = TaskQuery(statuses: statuses, limit: 3)
+        let (sql, parameters) = SQLiteTaskStore.rootsSQL(query)
+        let plan = try await store.queryPlan(sql, parameters)
+        #expect(plan.contains { $0.contains("tasks_roots_unfinished") }, "\(plan)")
+        #expect(!plan.contains { $0.contains("tasks_roots_by_created") }, "\(plan)")
+
+        let expected = roots.filter { statuses.contains($0.status) }.sorted { $0.createdAt > $1.createdAt }
+        #expect(try await store.roots(query).map(\.id) == expected.prefix(3).map(\.id))
+        #expect(try await store.countRoots(query, upTo: nil) == expected.count)
+        #expect(try await store.countRoots(query, upTo: 2) == 2)
+    }
 }

@@ -28,7 +28,7 @@ struct SQLiteTaskStoreFileTests {
             let attributes = try FileManager.default.attributesOfItem(atPath: file)
             #expect((attributes[.posixPermissions] as? Int) == 0o600, "\(file)")
         }
-        #expect(try await store.schemaVersion() == ["0001_initial", "0002_lean_tasks"])
+        #expect(try await store.schemaVersion() == ["0001_initial", "0002_lean_tasks", "0003_ascending_indexes"])
         #expect(try await store.integrityCheck() == ["ok"])
     }
 

@@ -51,6 +51,10 @@ struct GraphState {
     /// Callers of `waitForTask` whose roots became idle under the lock: resumed once it is released (see
     /// ``ExecutionEngine/locked(_:)``).
     var idleResumptions: [CheckedContinuation<Void, Never>] = []
+    /// Roots whose end is staged, to settle once it is committed, in the order of their sequences.
+    var endedRuns: [(sequence: Int64, run: EndedRun)] = []
+    /// A root's retry became due earlier than the timer loop's next deadline while settling: it must wake.
+    var timersChanged = false
 
     // Snapshots.
     var version: Int64 = 0

@@ -16,7 +16,8 @@ extension GraphState {
         var samples: Int
     }
 
-    /// Takes what the writer has to store; progress samples for history at most every `sampleInterval` per node.
+    /// Takes what the writer has to store; progress samples for history at most every `sampleInterval` per node, the
+    /// first one `sampleInterval` after the node's run started.
     /// Returns `nil` (everything is committed) when nothing changed.
     mutating func takeBatch(now: Date, sampleInterval: TimeInterval, owner: String) -> TakenBatch? {
         lastBatchAt = now
@@ -38,7 +39,9 @@ extension GraphState {
                 batch.updates.append(TaskUpdate(node.record, columns: columns))
             }
             if columns.contains(.progress), let progress = node.record.progress, !node.record.status.isFinished,
-                now.timeIntervalSince(node.lastSampleAt ?? .distantPast) >= sampleInterval
+                // The first sample a full interval into the run: a task shorter than that has its progress in its
+                // completion event, and writes no sample.
+                now.timeIntervalSince(node.lastSampleAt ?? node.record.startedAt ?? .distantPast) >= sampleInterval
             {
                 node.lastSampleAt = now
                 samples.append(
@@ -54,9 +57,11 @@ extension GraphState {
         return TakenBatch(batch: batch, sequence: changeSequence, samples: samples.count)
     }
 
-    /// A batch committed: staged transitions become visible, and who waited for it is returned to be resumed.
+    /// A batch committed: staged transitions become visible, roots whose end it holds are settled, and who waited for
+    /// it is returned to be resumed.
     mutating func committed(upTo sequence: Int64) -> [CheckedContinuation<Void, any Error>] {
         committedSequence = max(committedSequence, sequence)
+        settleEndedRuns(upTo: committedSequence)
         if case .failing = storage { storage = .healthy }
         if !stagedNodes.isEmpty {
             var promoted: [TaskNode] = []
@@ -122,4 +127,7 @@ extension GraphState {
     }
 
     var hasPendingWrites: Bool { !dirtyNodes.isEmpty || !events.isEmpty || !commitWaiters.isEmpty }
+
+    /// Someone waits for the next commit: a caller, or a root whose end is to be settled.
+    var awaitsCommit: Bool { urgent || !commitWaiters.isEmpty || !endedRuns.isEmpty }
 }
