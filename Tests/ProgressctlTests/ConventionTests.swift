@@ -96,7 +96,7 @@ import Testing
         #expect(owner.isNull("stoppedAt"))
 
         let list = try #require(try jsonObjects(try await fixture.run(["list", "--json"]).stdout).first)
-        for key in ["parentID", "kind", "progress", "step", "errorType", "errorDescription", "ownerID", "input", "result",
+        for key in ["parentID", "kind", "progress", "total", "rate", "secondsRemaining", "step", "errorType", "errorDescription", "ownerID", "input", "result",
                     "idempotencyKey", "depth", "finishedAt", "nextAttemptAt"] {
             #expect(list.isNull(key), "list: \(key)")
         }

@@ -22,6 +22,39 @@ struct TaskDocument: Decodable {
 }
 
 @Suite struct ReadCommandTests {
+    /// A running root's stored rate and the time left it implies, in `list`, `show` and `--json` (issue 10); a root
+    /// that does not run shows neither.
+    @Test func listAndShowGiveARunningRootsRateAndTimeLeft() async throws {
+        let fixture = try Fixture()
+        let running = TaskRecord(
+            id: "r-run", name: "nightly", kind: "import", input: Data("{}".utf8), status: .running, progress: 0.4,
+            createdAt: fixture.start, startedAt: fixture.start, total: 300, rate: 0.02)
+        let done = TaskRecord(
+            id: "r-done", name: "earlier", kind: "import", input: Data("{}".utf8), status: .completed, progress: 1,
+            createdAt: fixture.start.addingTimeInterval(-60), startedAt: fixture.start.addingTimeInterval(-60),
+            finishedAt: fixture.start.addingTimeInterval(-1), rate: 0.5)
+        try await fixture.store.insert([running, done], events: [])
+
+        let list = try await fixture.run(["list"])
+        let lines = list.stdout.split(separator: "\n").map(String.init)
+        try #require(lines.count == 4, "\(list.stdout)")
+        #expect(lines[0].contains("RATE") && lines[0].contains("LEFT"))
+        #expect(lines[1].contains("r-run") && lines[1].contains("2.0%/s") && lines[1].contains("30s"), "\(lines[1])")
+        #expect(lines[2].contains("r-done") && !lines[2].contains("%/s"), "\(lines[2])")
+
+        let show = try await fixture.run(["show", "r-run"])
+        #expect(show.stdout.contains("rate 2.0%/s  left 30s"), "\(show.stdout)")
+        #expect(!(try await fixture.run(["show", "r-done"])).stdout.contains("rate "))
+
+        let objects = try jsonObjects(try await fixture.run(["list", "--json"]).stdout)
+        let first = try #require(objects.first { $0["id"] as? String == "r-run" })
+        #expect(first["rate"] as? Double == 0.02)
+        #expect(first["secondsRemaining"] as? Double == 30)
+        #expect(first["total"] as? Double == 300)
+        let second = try #require(objects.first { $0["id"] as? String == "r-done" })
+        #expect(second.isNull("rate") && second.isNull("secondsRemaining"))
+    }
+
     @Test func listShowsRootsNewestFirstWithProgress() async throws {
         let fixture = try Fixture()
         try await fixture.root("aaa-old", name: "old import", status: .completed, progress: 1)

@@ -65,7 +65,7 @@ struct PostgresSchemaTests {
         #expect(try await Self.count("SELECT count(*) FROM pg_namespace WHERE nspname = '\(missing)'") == 0)
 
         let changed = Self.schemaName("changed")
-        await try Self.open(changed).close()
+        try await Self.open(changed).close()
         _ = try await Self.execute("UPDATE \"\(changed)\".schema_migrations SET checksum = 'edited'")
         let corrupt = await #expect(throws: TaskStoreError.self) { _ = try await Self.open(changed) }
         #expect(corrupt?.reason == .corrupt)
@@ -75,7 +75,7 @@ struct PostgresSchemaTests {
         let schema = Self.schemaName("race")
         try await withThrowingTaskGroup(of: Void.self) { group in
             for _ in 0..<4 {
-                group.addTask { await try Self.open(schema).close() }
+                group.addTask { try await Self.open(schema).close() }
             }
             try await group.waitForAll()
         }

@@ -68,15 +68,18 @@ extension Progressctl {
             let bound = limit == 0 ? nil : Self.countBound
             let total = try await store.checked { [query] in try await $0.countRoots(query, upTo: bound) }
             if !roots.isEmpty {
+                let rates = ProgressRates()
                 let rows = roots.map { task in
                     [
                         task.id.escapedForTerminal, task.name.escapedForTerminal, task.kind?.escapedForTerminal ?? "-",
                         Format.status(task.status), Format.bar(task.progress, width: 10),
+                        Format.rate(rates.rate(of: task)), Format.timeLeft(rates.timeLeft(of: task)),
                         task.step?.escapedForTerminal ?? "-", "\(task.attempt)", Format.time(task.updatedAt),
                     ]
                 }
                 for line in Format.table(
-                    header: ["ID", "NAME", "KIND", "STATUS", "PROGRESS", "STEP", "ATTEMPT", "UPDATED"], rows: rows)
+                    header: ["ID", "NAME", "KIND", "STATUS", "PROGRESS", "RATE", "LEFT", "STEP", "ATTEMPT", "UPDATED"],
+                    rows: rows)
                 {
                     Terminal.output(line)
                 }

@@ -39,6 +39,10 @@ extension Progressctl {
                 let indent = String(repeating: "  ", count: depths[node.id] ?? 0)
                 var head = "\(indent)\(Terminal.paint(node.name.escapedForTerminal, .bold))  \(Format.bar(node.progress))  \(Format.status(node.status))"
                 if let step = node.step { head += "  step: \(step.escapedForTerminal)" }
+                let rates = ProgressRates()
+                if let rate = rates.rate(of: node) {
+                    head += "  rate \(Format.rate(rate))  left \(Format.timeLeft(rates.timeLeft(of: node)))"
+                }
                 head += "  attempt \(node.attempt)"
                 if node.interruptions > 0 { head += "  interrupted \(node.interruptions)×" }
                 Terminal.output(head)

@@ -152,6 +152,12 @@ struct TaskJSON: Encodable, Equatable {
     var kind: String?
     var status: String
     var progress: Double?
+    /// The units of work the task declared (`TaskProgress.total`), or `null`.
+    var total: Double?
+    /// The smoothed rate of a running task: a fraction of the whole per second.
+    var rate: Double?
+    /// Seconds until a running task is done at its rate.
+    var secondsRemaining: Double?
     var step: String?
     var attempt: Int
     var interruptions: Int
@@ -183,6 +189,10 @@ struct TaskJSON: Encodable, Equatable {
         kind = record.kind
         status = record.status.rawValue
         progress = record.progress
+        total = record.total
+        let rates = ProgressRates()
+        rate = rates.rate(of: record)
+        secondsRemaining = rates.timeLeft(of: record).map { ($0 * 1000).rounded() / 1000 }
         step = record.step
         attempt = record.attempt
         interruptions = record.interruptions
@@ -206,7 +216,7 @@ struct TaskJSON: Encodable, Equatable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case id, parentID, rootID, name, kind, status, progress, step, attempt, interruptions, priority, errorType,
+        case id, parentID, rootID, name, kind, status, progress, total, rate, secondsRemaining, step, attempt, interruptions, priority, errorType,
             errorDescription, ownerID, canCancel, canPause, canRetry, checkpointBytes, input, result, idempotencyKey,
             depth, createdAt, startedAt, updatedAt, finishedAt, nextAttemptAt
     }
@@ -221,6 +231,9 @@ struct TaskJSON: Encodable, Equatable {
         try container.encode(kind, forKey: .kind)
         try container.encode(status, forKey: .status)
         try container.encode(progress, forKey: .progress)
+        try container.encode(total, forKey: .total)
+        try container.encode(rate, forKey: .rate)
+        try container.encode(secondsRemaining, forKey: .secondsRemaining)
         try container.encode(step, forKey: .step)
         try container.encode(attempt, forKey: .attempt)
         try container.encode(interruptions, forKey: .interruptions)

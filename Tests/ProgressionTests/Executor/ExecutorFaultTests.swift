@@ -207,7 +207,7 @@ struct ExecutorFaultTests {
         try await executor.resume(taskID: "cli-job")
         finish.open()
         try await executor.runEnded("cli-job")
-        let kinds = try await store.registeredKinds()
+        let kinds = await store.registeredKinds()
         #expect(kinds["resize"]?.canPause == true, "\(kinds)")
         await executor.shutdown()
     }

@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import Progression
 import Testing
 
@@ -14,16 +15,20 @@ struct ReadmeExampleTests {
 
         try executor.register("import", input: ImportInput.self, options: TaskOptions.interactive.retryable()) {
             input, context in
-            var total = 0
-            for (index, file) in input.files.enumerated() {
+            try await context.report(.total(Double(input.files.count)))
+            var rows = 0
+            for file in input.files {
                 let summary = try await context.push(file, weight: 1) { step in
                     try await step.report(.named("parsing \(file)").progress(0.5))
                     return FileSummary(rows: 42)
                 }
-                total += summary.rows
-                try await context.report(.step(index + 1, of: input.files.count))
+                rows += summary.rows
+                // What the README says the job reads as its files end: 1/2, then 0.999 until it returns.
+                let done = rows / 42
+                let progress = try #require(executor.snapshot(of: context.taskID)?.progress)
+                #expect(progress == (done == input.files.count ? 0.999 : Double(done) / Double(input.files.count)))
             }
-            try await context.checkpoint(total)
+            try await context.checkpoint(rows)
         }
         try await executor.start()
         let id = try await executor.submit(
@@ -32,6 +37,7 @@ struct ReadmeExampleTests {
         try await executor.runEnded(id)
         let snapshot = try #require(executor.snapshot(of: id))
         #expect(snapshot.status == .completed && snapshot.children.map(\.name) == ["a.csv", "b.csv"])
+        #expect(snapshot.progress == 1)
         #expect(try await executor.store.task(id: id)?.checkpoint == Data("84".utf8))
 
         let closure = try await executor.addTask(name: "Data Import", options: .interactive) { context in
@@ -48,6 +54,31 @@ struct ReadmeExampleTests {
             return TaskStatus.pending
         }
         #expect(streamed == .completed)
+        await executor.shutdown()
+    }
+
+    struct Resize: JobKind {
+        struct Input: Codable, Sendable { var path: String; var width: Int }
+        static let name = "resize"
+        static let options = TaskOptions.default.retryable()
+        func run(_ input: Input, context: any TaskContext) async throws {
+            context.logger.info("resizing", metadata: ["path": "\(input.path)"])
+            try await context.checkpoint(input.width)
+        }
+    }
+
+    /// The README's typed job kind: registered and submitted by type, its input checked by the compiler.
+    @Test func theTypedJobKindExampleRuns() async throws {
+        let directory = try TemporaryDirectory()
+        let executor = try TaskExecutor(path: directory.file("service.sqlite"))
+        try executor.register(Resize())
+        #expect(throws: ProgressionError.self) { try executor.register(Resize()) }
+        try await executor.start()
+        let job = try await executor.submit(Resize.self, input: .init(path: "a.jpg", width: 640))
+        try await executor.runEnded(job)
+        let stored = try #require(try await executor.store.task(id: job))
+        #expect(stored.status == .completed && stored.kind == "resize" && stored.options.canRetry)
+        #expect(stored.checkpoint == Data("640".utf8))
         await executor.shutdown()
     }
 }

@@ -35,4 +35,31 @@ struct TaskIdentifierTests {
         #expect(TaskIdentifier.childNumber("abc.12", root: "abc") == 12)
         #expect(TaskIdentifier.childNumber("abcd.12", root: "abc") == nil)
     }
+
+    /// Issue 10: ids of roots created together must not share long prefixes. 10,000 jobs submitted in one call (one
+    /// transaction, well within a second), each with a step whose id extends its root's: every root is found by its
+    /// 8 characters alone, and no 7-character prefix is shared by more than 32 roots (a base-32 digit).
+    @Test(arguments: StoreKind.allCases)
+    func aRootIsFoundByEightCharactersAmongTenThousandCreatedTogether(kind: StoreKind) async throws {
+        let directory = try TemporaryDirectory()
+        let executor = try makeExecutor(kind, in: directory)
+        try executor.register("noop", input: Int.self) { _, context in try await context.push("step") { _ in } }
+        let ids = try await executor.submit("noop", inputs: Array(0..<10_000))
+        #expect(Set(ids).count == 10_000)
+        for id in ids.suffix(50) { try await executor.runEnded(id) }
+        let stored = try await executor.store.roots(TaskQuery(limit: 10_000))
+        let created = stored.map(\.createdAt)
+        #expect(try #require(created.max()).timeIntervalSince(try #require(created.min())) < 1)
+        for id in [ids[0], ids[4_999], ids[9_999]] + ids.suffix(50) {
+            let prefix = String(id.prefix(8))
+            #expect(try await executor.store.taskIDs(withPrefix: prefix, rootsOnly: true, limit: 2) == [id])
+            if id == ids.last {
+                let all = try await executor.store.taskIDs(withPrefix: prefix, rootsOnly: false, limit: 3)
+                #expect(all == [id, id + ".1"], "a step's id names its root, but a root's prefix finds the root")
+            }
+        }
+        let sharing = Dictionary(grouping: ids, by: { $0.prefix(7) }).values.map(\.count).max() ?? 0
+        #expect(sharing <= 32)
+        await executor.shutdown()
+    }
 }
