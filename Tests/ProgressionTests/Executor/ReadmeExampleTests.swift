@@ -1,5 +1,6 @@
 import Foundation
 import Progression
+import ProgressionTestSupport
 import Testing
 
 /// The README's library example, as written there (but on a temporary database, and without the service group that

@@ -1,5 +1,6 @@
 import Foundation
 import Progression
+import ProgressionTestSupport
 import Synchronization
 import Testing
 
@@ -24,7 +25,7 @@ final class WorkerProcess: Sendable {
             let url = directory.appendingPathComponent("progression-crash-test")
             if FileManager.default.isExecutableFile(atPath: url.path) { return url }
         }
-        throw TimedOut(what: "the progression-crash-test binary next to \(CommandLine.arguments[0])")
+        throw TestFailure("no progression-crash-test binary next to \(CommandLine.arguments[0])")
     }
 
     /// Starts `progression-crash-test worker --db … --ledger … <arguments>`.
