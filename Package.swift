@@ -154,7 +154,7 @@ let package = Package(
         ),
         .testTarget(
             name: "ProgressionSQLiteTests",
-            dependencies: ["ProgressionSQLite"],
+            dependencies: ["ProgressionSQLite", "ProgressionTestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
