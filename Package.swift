@@ -71,7 +71,8 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         // What the tests and the fault-injection suite share: a store that fails on purpose, temporary directories,
-        // child processes. Not a product.
+        // child processes run with deadlines, waits with deadlines, gates and a manual clock. Not a product; it stays
+        // light (Foundation and Progression only: no postgres-nio, no Testing).
         .target(
             name: "ProgressionTestSupport",
             dependencies: ["Progression"],
@@ -153,7 +154,7 @@ let package = Package(
         ),
         .testTarget(
             name: "ProgressionSQLiteTests",
-            dependencies: ["ProgressionSQLite"],
+            dependencies: ["ProgressionSQLite", "ProgressionTestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
@@ -171,13 +172,13 @@ let package = Package(
         // Runs the built progressctl binary as a child process; depending on it makes `swift test` build it.
         .testTarget(
             name: "ProgressctlTests",
-            dependencies: ["Progression", "progressctl"],
+            dependencies: ["Progression", "ProgressionTestSupport", "progressctl"],
             swiftSettings: swiftSettings
         ),
         // Runs the built progression-demo (and progressctl) binaries as child processes.
         .testTarget(
             name: "DemoTests",
-            dependencies: ["Progression", "progression-demo"],
+            dependencies: ["Progression", "ProgressionTestSupport", "progression-demo"],
             swiftSettings: swiftSettings
         ),
         // PostgresTaskStore against a real server that the tests start (initdb + pg_ctl on a Unix socket): schema,
@@ -186,7 +187,7 @@ let package = Package(
         .testTarget(
             name: "ProgressionPostgresTests",
             dependencies: [
-                "Progression", "progressctl", "progression-demo", "progression-crash-test",
+                "Progression", "ProgressionTestSupport", "progressctl", "progression-demo", "progression-crash-test",
                 .target(name: "ProgressionPostgres", condition: .when(traits: ["PostgreSQL"])),
                 .product(name: "PostgresNIO", package: "postgres-nio", condition: .when(traits: ["PostgreSQL"])),
             ],

@@ -1,12 +1,13 @@
 import Foundation
 import Progression
+import ProgressionTestSupport
 import Testing
 
 /// The demo's database and manifest under files and names that are not what it expects (issue 15).
 struct FaultTests {
     /// A small data folder: one ordinary file.
     func dataFolder(in temp: TemporaryDirectory) throws -> String {
-        let data = temp.path("data")
+        let data = temp.file("data")
         try FileManager.default.createDirectory(atPath: data, withIntermediateDirectories: true)
         try Data("one two\nthree\n".utf8).write(to: URL(fileURLWithPath: data + "/plain.txt"))
         return data
@@ -18,7 +19,7 @@ struct FaultTests {
 
     /// Checks one line on stderr that contains `text`, and a failure status.
     func expectOneLineError(
-        _ result: (status: Int32, stdout: String, stderr: String), containing text: String,
+        _ result: ChildProcess.Outcome, containing text: String,
         sourceLocation: SourceLocation = #_sourceLocation
     ) {
         #expect(result.status == 1, "\(result.stderr)", sourceLocation: sourceLocation)
@@ -32,12 +33,11 @@ struct FaultTests {
     /// An empty file (older than a creation in progress) is damage, not a new database to initialise silently.
     @Test func anEmptyDatabaseFileIsRefusedNotRecreated() async throws {
         let temp = try TemporaryDirectory()
-        defer { temp.cleanUp() }
         let data = try dataFolder(in: temp)
-        let db = temp.path("tasks.sqlite")
+        let db = temp.file("tasks.sqlite")
         _ = FileManager.default.createFile(atPath: db, contents: Data())
         try FileManager.default.setAttributes([.modificationDate: Date().addingTimeInterval(-3600)], ofItemAtPath: db)
-        let result = try await ChildProcess.run("progression-demo", ["run", "--db", db, "--data", data], in: temp.url)
+        let result = try await ChildProcess.run("progression-demo", ["run", "--db", db, "--data", data], in: temp)
         expectOneLineError(result, containing: "is empty (0 bytes)")
         #expect(result.stderr.contains(db))
         #expect(FileManager.default.contents(atPath: db) == Data())
@@ -46,13 +46,12 @@ struct FaultTests {
 
     @Test func anEmptyDatabaseFileWithAWALIsRefusedAtOnce() async throws {
         let temp = try TemporaryDirectory()
-        defer { temp.cleanUp() }
         let data = try dataFolder(in: temp)
-        let db = temp.path("tasks.sqlite")
+        let db = temp.file("tasks.sqlite")
         _ = FileManager.default.createFile(atPath: db, contents: Data())
         let wal = Data(repeating: 1, count: 8192)
         _ = FileManager.default.createFile(atPath: db + "-wal", contents: wal)
-        let result = try await ChildProcess.run("progression-demo", ["run", "--db", db, "--data", data], in: temp.url)
+        let result = try await ChildProcess.run("progression-demo", ["run", "--db", db, "--data", data], in: temp)
         expectOneLineError(result, containing: "write-ahead log")
         #expect(FileManager.default.contents(atPath: db) == Data())
         #expect(FileManager.default.contents(atPath: db + "-wal") == wal)
@@ -60,10 +59,9 @@ struct FaultTests {
 
     @Test func aDatabaseItCreatesIsInitialised() async throws {
         let temp = try TemporaryDirectory()
-        defer { temp.cleanUp() }
         let data = try dataFolder(in: temp)
-        let db = temp.path("new.sqlite")
-        let result = try await ChildProcess.run("progression-demo", ["run", "--db", db, "--data", data], in: temp.url)
+        let db = temp.file("new.sqlite")
+        let result = try await ChildProcess.run("progression-demo", ["run", "--db", db, "--data", data], in: temp)
         #expect(result.status == 0, "\(result.stderr)")
         let attributes = try FileManager.default.attributesOfItem(atPath: db)
         #expect((attributes[.posixPermissions] as? Int) == 0o600)
@@ -73,12 +71,11 @@ struct FaultTests {
 
     @Test func anotherApplicationsDatabaseIsNotMigrated() async throws {
         let temp = try TemporaryDirectory()
-        defer { temp.cleanUp() }
         let data = try dataFolder(in: temp)
-        let db = temp.path("photos.sqlite")
+        let db = temp.file("photos.sqlite")
         try await sqlite(db, "CREATE TABLE albums (id INTEGER PRIMARY KEY, title TEXT); INSERT INTO albums VALUES (1, 'x');", in: temp)
         let before = FileManager.default.contents(atPath: db)
-        let result = try await ChildProcess.run("progression-demo", ["run", "--db", db, "--data", data], in: temp.url)
+        let result = try await ChildProcess.run("progression-demo", ["run", "--db", db, "--data", data], in: temp)
         expectOneLineError(result, containing: "'\(db)' is not a Progression database")
         #expect(FileManager.default.contents(atPath: db) == before)
         #expect(Self.sideFiles(of: db).isEmpty)
@@ -88,16 +85,15 @@ struct FaultTests {
     @Test(.enabled(if: getuid() == 0, "changes the owner of a link: needs root"))
     func aLinkPlantedByAnotherUserIsNotFollowed() async throws {
         let temp = try TemporaryDirectory()
-        defer { temp.cleanUp() }
         let data = try dataFolder(in: temp)
-        let victim = temp.path("victim.sqlite")
+        let victim = temp.file("victim.sqlite")
         try await sqlite(victim, "CREATE TABLE notes (body TEXT);", in: temp)
         #expect(chown(victim, 65534, 65534) == 0)
         let before = FileManager.default.contents(atPath: victim)
-        let link = temp.path("tasks.sqlite")
+        let link = temp.file("tasks.sqlite")
         try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: victim)
         #expect(lchown(link, 65534, 65534) == 0)
-        let result = try await ChildProcess.run("progression-demo", ["run", "--db", link, "--data", data], in: temp.url)
+        let result = try await ChildProcess.run("progression-demo", ["run", "--db", link, "--data", data], in: temp)
         expectOneLineError(result, containing: "symbolic link owned by another user")
         #expect(FileManager.default.contents(atPath: victim) == before)
         #expect(Self.sideFiles(of: victim).isEmpty)
@@ -105,11 +101,10 @@ struct FaultTests {
 
     @Test func aDanglingLinkIsSaidToBeOne() async throws {
         let temp = try TemporaryDirectory()
-        defer { temp.cleanUp() }
         let data = try dataFolder(in: temp)
-        let link = temp.path("tasks.sqlite")
-        try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: temp.path("gone/tasks.sqlite"))
-        let result = try await ChildProcess.run("progression-demo", ["run", "--db", link, "--data", data], in: temp.url)
+        let link = temp.file("tasks.sqlite")
+        try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: temp.file("gone/tasks.sqlite"))
+        let result = try await ChildProcess.run("progression-demo", ["run", "--db", link, "--data", data], in: temp)
         expectOneLineError(result, containing: "is a dangling symbolic link")
         #expect(!result.stderr.contains("vanished"))
     }
@@ -120,16 +115,15 @@ struct FaultTests {
     /// one record of 5 fields.
     @Test func awkwardFileNamesKeepTheManifestOneRecordPerLine() async throws {
         let temp = try TemporaryDirectory()
-        defer { temp.cleanUp() }
         let data = try dataFolder(in: temp)
         let names = ["tab\there.txt", "new\nline.txt", "carriage\rreturn.txt", "back\\slash.txt", "esc\u{1B}[31m.txt"]
         for name in names {
             try Data("a b\n".utf8).write(to: URL(fileURLWithPath: data + "/" + name))
         }
-        try FileManager.default.createSymbolicLink(atPath: data + "/dangling\tlink\n", withDestinationPath: temp.path("missing"))
-        let result = try await ChildProcess.run("progression-demo", ["run", "--db", temp.path("db.sqlite"), "--data", data], in: temp.url)
+        try FileManager.default.createSymbolicLink(atPath: data + "/dangling\tlink\n", withDestinationPath: temp.file("missing"))
+        let result = try await ChildProcess.run("progression-demo", ["run", "--db", temp.file("db.sqlite"), "--data", data], in: temp)
         #expect(result.status == 1, "the dangling link fails its step: \(result.stderr)")
-        let manifest = try String(contentsOfFile: temp.path("data.manifest.tsv"), encoding: .utf8)
+        let manifest = try String(contentsOfFile: temp.file("data.manifest.tsv"), encoding: .utf8)
         let lines = manifest.split(separator: "\n", omittingEmptySubsequences: false).dropLast()
         #expect(lines.count == 1 + names.count + 2, "\(manifest)")
         for line in lines {
@@ -149,12 +143,11 @@ struct FaultTests {
     /// Under umask 000 the default database's directories were made 0777.
     @Test func theDefaultStateDirectoriesAreMade0700UnderAnyUmask() async throws {
         let temp = try TemporaryDirectory()
-        defer { temp.cleanUp() }
         let data = try dataFolder(in: temp)
-        let state = temp.path("state")
+        let state = temp.file("state")
         let result = try await Self.runTool(
             "/bin/sh", ["-c", "umask 000; exec \"$0\" run --data \"$1\"", try ChildProcess.binary("progression-demo").path, data],
-            environment: ["PROGRESSION_DB": "", "XDG_STATE_HOME": state + "/nested"], timeout: .seconds(60))
+            in: temp, environment: ["PROGRESSION_DB": "", "XDG_STATE_HOME": state + "/nested"], timeout: .seconds(60))
         #expect(result.status == 0, "\(result.stderr)")
         for directory in [state, state + "/nested", state + "/nested/progression"] {
             let attributes = try FileManager.default.attributesOfItem(atPath: directory)
@@ -166,33 +159,17 @@ struct FaultTests {
 
     /// Runs the sqlite3 tool on `path`.
     func sqlite(_ path: String, _ sql: String, in temp: TemporaryDirectory) async throws {
-        let result = try await Self.runTool("/usr/bin/env", ["sqlite3", path, sql])
+        let result = try await Self.runTool("/usr/bin/env", ["sqlite3", path, sql], in: temp)
         try #require(result.status == 0, "sqlite3: \(result.stderr)")
     }
 
-    /// Runs a program of the system to its end (at most `timeout`); its stderr is kept, its stdout dropped.
+    /// Runs a program of the system to its end (at most `timeout`); its output goes to files in `temp`.
     static func runTool(
-        _ executable: String, _ arguments: [String], environment: [String: String] = [:],
-        timeout: Duration = .seconds(20)
-    ) async throws -> (status: Int32, stderr: String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-        let errors = Pipe()
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = errors
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        let deadline = ContinuousClock.now + timeout
-        while process.isRunning {
-            guard ContinuousClock.now < deadline else {
-                process.terminate()
-                throw TestFailure("\(executable) \(arguments) did not end within \(timeout)")
-            }
-            try await Task.sleep(for: .milliseconds(20))
-        }
-        let stderr = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        return (process.terminationStatus, stderr)
+        _ executable: String, _ arguments: [String], in temp: TemporaryDirectory,
+        environment: [String: String?] = [:], timeout: Duration = .seconds(20)
+    ) async throws -> ChildProcess.Outcome {
+        try await ChildProcess(
+            URL(fileURLWithPath: executable), arguments, output: .files(in: temp.path), environment: environment
+        ).outcome(timeout: timeout)
     }
 }

@@ -1,32 +1,32 @@
 import Foundation
 import Progression
+import ProgressionTestSupport
 import Testing
 
 /// `progression-demo run`, killed half way and started again, against an uninterrupted run of the same data.
 struct RunResumeTests {
     @Test func killedRunResumesSkipsFinishedFilesAndWritesTheSameManifest() async throws {
         let temp = try TemporaryDirectory()
-        defer { temp.cleanUp() }
         // The same generated data in two folders: one run uninterrupted, one killed with SIGKILL and started again.
         let generated = try await ChildProcess.run(
-            "progression-demo", ["generate", "--output", temp.path("straight"), "--size-mb", "40"], in: temp.url)
+            "progression-demo", ["generate", "--output", temp.file("straight"), "--size-mb", "40"], in: temp)
         #expect(generated.status == 0, "\(generated.stderr)")
-        try FileManager.default.copyItem(atPath: temp.path("straight"), toPath: temp.path("killed"))
-        let fileCount = try FileManager.default.subpathsOfDirectory(atPath: temp.path("killed"))
+        try FileManager.default.copyItem(atPath: temp.file("straight"), toPath: temp.file("killed"))
+        let fileCount = try FileManager.default.subpathsOfDirectory(atPath: temp.file("killed"))
             .filter { $0.hasSuffix(".txt") }.count
         #expect(fileCount >= 8)
 
         let straight = try await ChildProcess.run(
-            "progression-demo", ["run", "--db", temp.path("straight.sqlite"), "--data", temp.path("straight")],
-            in: temp.url)
+            "progression-demo", ["run", "--db", temp.file("straight.sqlite"), "--data", temp.file("straight")],
+            in: temp)
         #expect(straight.status == 0, "\(straight.stderr)")
 
         // Slowed down (600 ms before each file, two files at a time: about 4 s in all) so that it can be killed between
         // files even when the machine is so busy running other tests that this one's polls come late.
-        let db = temp.path("killed.sqlite")
+        let db = temp.file("killed.sqlite")
         let first = try ChildProcess(
-            "progression-demo", ["run", "--db", db, "--data", temp.path("killed"), "--file-delay-ms", "600"],
-            in: temp.url)
+            "progression-demo", ["run", "--db", db, "--data", temp.file("killed"), "--file-delay-ms", "600"],
+            in: temp)
         try await poll("the job's submission") { first.stdout.contains("Job ") }
         let store = try SQLiteTaskStore(path: db)
         var completedBeforeKill = 0
@@ -38,12 +38,12 @@ struct RunResumeTests {
             completedBeforeKill = files.filter { $0.status == .completed }.count
             return completedBeforeKill >= 2
         }
-        first.kill(SIGKILL)
-        #expect(await first.waitForExit() == SIGKILL)
+        first.signal(SIGKILL)
+        #expect(try await first.waitForExit(timeout: .seconds(60)) == SIGKILL)
         #expect(completedBeforeKill < fileCount)
 
         let second = try await ChildProcess.run(
-            "progression-demo", ["run", "--db", db, "--data", temp.path("killed")], in: temp.url)
+            "progression-demo", ["run", "--db", db, "--data", temp.file("killed")], in: temp)
         #expect(second.status == 0, "\(second.stderr)")
         #expect(second.stdout.contains("Resuming job"))
         let skipped = try #require(
@@ -53,25 +53,24 @@ struct RunResumeTests {
         #expect(skipped.0 < skipped.1)
         #expect(skipped.1 == fileCount)
 
-        let expected = try String(contentsOfFile: temp.path("straight.manifest.tsv"), encoding: .utf8)
-        let resumed = try String(contentsOfFile: temp.path("killed.manifest.tsv"), encoding: .utf8)
+        let expected = try String(contentsOfFile: temp.file("straight.manifest.tsv"), encoding: .utf8)
+        let resumed = try String(contentsOfFile: temp.file("killed.manifest.tsv"), encoding: .utf8)
         #expect(resumed == expected)
         #expect(expected.split(separator: "\n").count == fileCount + 1)
     }
 
     @Test func aSecondRunAfterCompletionStartsANewJob() async throws {
         let temp = try TemporaryDirectory()
-        defer { temp.cleanUp() }
-        try FileManager.default.createDirectory(atPath: temp.path("data"), withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: temp.file("data"), withIntermediateDirectories: true)
         try Data("hello world\n".utf8).write(to: temp.url.appendingPathComponent("data/a.txt"))
-        let arguments = ["run", "--db", temp.path("db.sqlite"), "--data", temp.path("data")]
-        let first = try await ChildProcess.run("progression-demo", arguments, in: temp.url)
-        let second = try await ChildProcess.run("progression-demo", arguments, in: temp.url)
+        let arguments = ["run", "--db", temp.file("db.sqlite"), "--data", temp.file("data")]
+        let first = try await ChildProcess.run("progression-demo", arguments, in: temp)
+        let second = try await ChildProcess.run("progression-demo", arguments, in: temp)
         #expect(first.status == 0 && second.status == 0, "\(first.stderr) \(second.stderr)")
         #expect(!second.stdout.contains("Resuming"))
-        let manifest = try String(contentsOfFile: temp.path("data.manifest.tsv"), encoding: .utf8)
+        let manifest = try String(contentsOfFile: temp.file("data.manifest.tsv"), encoding: .utf8)
         #expect(manifest == "# path\tbytes\tlines\twords\tfnv1a64\na.txt\t12\t1\t2\t782e1488cd5a68b7\n")
-        let store = try SQLiteTaskStore(path: temp.path("db.sqlite"))
+        let store = try SQLiteTaskStore(path: temp.file("db.sqlite"))
         #expect(try await store.roots(TaskQuery(kind: "checksum")).count == 2)
     }
 }

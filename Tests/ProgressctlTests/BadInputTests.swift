@@ -1,11 +1,12 @@
 import Foundation
 import Progression
+import ProgressionTestSupport
 import Testing
 
 /// Bad input: one line `progressctl: error: …` on stderr, a non-zero status, and the file as it was.
 @Suite struct BadInputTests {
     /// Checks the one-line diagnostic and the status.
-    func expectError(_ result: CLIResult, containing text: String, sourceLocation: SourceLocation = #_sourceLocation) {
+    func expectError(_ result: ChildProcess.Outcome, containing text: String, sourceLocation: SourceLocation = #_sourceLocation) {
         #expect(result.status != 0, sourceLocation: sourceLocation)
         #expect(result.errorLines.count == 1, "\(result.stderr)", sourceLocation: sourceLocation)
         #expect(result.errorLines.first?.hasPrefix("progressctl: error: ") == true, "\(result.stderr)", sourceLocation: sourceLocation)
@@ -78,14 +79,11 @@ import Testing
         let fixture = try await closedFixture()
         let marker = fixture.directory.file("locked")
         // Holds the write lock until its stdin closes; touches the marker once it has the lock.
-        let holder = Process()
-        holder.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        holder.arguments = ["sqlite3", fixture.path]
         let input = Pipe()
-        holder.standardInput = input
-        holder.standardOutput = FileHandle.nullDevice
-        holder.standardError = FileHandle.nullDevice
-        try holder.run()
+        let holder = try ChildProcess(
+            URL(fileURLWithPath: "/usr/bin/env"), ["sqlite3", fixture.path], output: .discarded,
+            input: .handle(input.fileHandleForReading))
+        try input.fileHandleForReading.close()
         input.fileHandleForWriting.write(Data("BEGIN IMMEDIATE;\n.system touch '\(marker)'\n".utf8))
         #expect(await eventually { FileManager.default.fileExists(atPath: marker) }, "sqlite3 did not take the lock")
         let rowsBefore = try await rows(of: fixture)
@@ -131,17 +129,9 @@ import Testing
 /// Runs the sqlite3 tool on `path` with `sql`; returns its output.
 @discardableResult
 func runSQLite(_ path: String, _ sql: String, in directory: TemporaryDirectory) async throws -> String {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    process.arguments = ["sqlite3", path, sql]
-    let output = directory.file(UUID().uuidString + ".sqlite3-out")
-    _ = FileManager.default.createFile(atPath: output, contents: nil)
-    process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: output))
-    process.standardError = FileHandle.nullDevice
-    let exit = ExitWaiter()
-    process.terminationHandler = { exit.finish($0.terminationStatus) }
-    try process.run()
-    let status = await exit.wait(timeout: .seconds(10))
-    try #require(status == 0, "sqlite3 failed on \(sql)")
-    return try String(contentsOfFile: output, encoding: .utf8)
+    let sqlite3 = try ChildProcess(
+        URL(fileURLWithPath: "/usr/bin/env"), ["sqlite3", path, sql], output: .files(in: directory.path))
+    let result = try await sqlite3.outcome(timeout: .seconds(10))
+    try #require(result.status == 0, "sqlite3 failed on \(sql)")
+    return result.stdout
 }

@@ -1,59 +1,22 @@
 import Foundation
 import Progression
-import Synchronization
+import ProgressionTestSupport
 import Testing
 
 /// A reader of stdout that goes away (`progressctl list | head -1`, `progression-demo serve 2>&1 | tee log` then
 /// Ctrl-C) does not kill progressctl or the demo with SIGPIPE (issue 14).
 @Suite struct BrokenPipeTests {
-    /// How a child process ended: its exit status, or the signal that killed it.
-    enum Ending: Equatable, Sendable {
-        case exited(Int32)
-        case killed(Int32)
-    }
-
-    /// A child whose stdout and stderr go to a pipe whose reading end this process closes at once: the reader that
-    /// exited.
-    ///
-    /// `@unchecked Sendable`: `Process` is not `Sendable`, but after `run()` this value only reads the process's
-    /// immutable pid and sends signals to it; the ending crosses threads through a mutex.
-    final class PipedChild: @unchecked Sendable {
-        let process = Process()
-        private let ending = EndingBox()
-
-        final class EndingBox: Sendable {
-            let state = Mutex<Ending?>(nil)
-        }
-
-        init(_ binary: URL, _ arguments: [String], stderrToo: Bool) throws {
-            process.executableURL = binary
-            process.arguments = arguments
-            var environment = ProcessInfo.processInfo.environment
-            environment["PROGRESSION_DB"] = nil
-            process.environment = environment
-            let pipe = Pipe()
-            process.standardOutput = pipe
-            process.standardError = stderrToo ? pipe : FileHandle.nullDevice
-            process.standardInput = FileHandle.nullDevice
-            process.terminationHandler = { [ending] process in
-                let end: Ending =
-                    process.terminationReason == .uncaughtSignal
-                    ? .killed(process.terminationStatus) : .exited(process.terminationStatus)
-                ending.state.withLock { $0 = end }
-            }
-            try process.run()
-            try pipe.fileHandleForReading.close()
-            try? pipe.fileHandleForWriting.close()
-        }
-
-        var isRunning: Bool { ending.state.withLock { $0 } == nil }
-
-        /// How it ended, or `nil` when it still runs after `timeout` (it is killed then).
-        func end(timeout: Duration = .seconds(20)) async -> Ending? {
-            _ = await eventually(timeout: timeout) { !isRunning }
-            if isRunning { process.terminate() }
-            return ending.state.withLock { $0 }
-        }
+    /// Starts a child whose stdout (and stderr, with `stderrToo`) go to a pipe whose reading end this process closes
+    /// at once: the reader that exited.
+    static func pipedChild(_ binary: URL, _ arguments: [String], stderrToo: Bool) throws -> ChildProcess {
+        let pipe = Pipe()
+        let child = try ChildProcess(
+            binary, arguments,
+            output: .handles(stdout: pipe.fileHandleForWriting, stderr: stderrToo ? pipe.fileHandleForWriting : .nullDevice),
+            environment: ["PROGRESSION_DB": nil])
+        try pipe.fileHandleForReading.close()
+        try? pipe.fileHandleForWriting.close()
+        return child
     }
 
     @Test func progressctlStopsQuietlyWhenItsReaderIsGone() async throws {
@@ -65,8 +28,8 @@ import Testing
         }
         try await fixture.store.insert(records, events: [])
         for command in [["list", "--limit", "3000"], ["list", "--limit", "3000", "--json"]] {
-            let child = try PipedChild(try CLI.requireBinary(), ["--db", fixture.path] + command, stderrToo: false)
-            #expect(await child.end() == .exited(0), "\(command)")
+            let child = try Self.pipedChild(try CLI.requireBinary(), ["--db", fixture.path] + command, stderrToo: false)
+            #expect(try await child.waitForEnd(timeout: .seconds(20)) == .exited(0), "\(command)")
         }
     }
 
@@ -76,8 +39,8 @@ import Testing
         let demo = try CLI.requireBinary().deletingLastPathComponent().appendingPathComponent("progression-demo")
         try #require(FileManager.default.isExecutableFile(atPath: demo.path), "progression-demo is built with the tests")
         // Its log goes to the pipe whose reader is gone: the first line meets EPIPE.
-        let service = try PipedChild(demo, ["serve", "--db", database, "--concurrency", "1"], stderrToo: true)
-        defer { if service.isRunning { service.process.terminate() } }
+        let service = try Self.pipedChild(demo, ["serve", "--db", database, "--concurrency", "1"], stderrToo: true)
+        defer { if service.isRunning { service.signal(SIGTERM) } }
         let started = try await eventually(timeout: .seconds(20)) {
             guard FileManager.default.fileExists(atPath: database) else { return false }
             var configuration = SQLiteTaskStore.Configuration()
@@ -100,7 +63,7 @@ import Testing
         }
         #expect(completed, "the service ran the job")
         #expect(service.isRunning, "a broken pipe does not kill the service")
-        kill(service.process.processIdentifier, SIGINT)
-        #expect(await service.end() == .exited(0), "Ctrl-C stops it gracefully")
+        service.signal(SIGINT)
+        #expect(try await service.waitForEnd(timeout: .seconds(20)) == .exited(0), "Ctrl-C stops it gracefully")
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import Progression
+import ProgressionTestSupport
 import Testing
 
 @testable import progressctl
@@ -39,7 +40,7 @@ import Testing
             let terminal = try PseudoTerminal(rows: 24, columns: 120)
             defer { terminal.close() }
             let process = try terminal.start(["--db", fixture.path] + flags + command, environment: environment)
-            #expect(try await process.status() == 0)
+            #expect(try await process.waitForExit(timeout: .seconds(20)) == 0)
             #expect(await terminal.waitForOutput { $0.contains(marker) }, "\(command): \(terminal.output)")
             let output = terminal.output
             #expect(output.contains(Self.red) == coloured, "\(command) \(flags) \(environment): \(output)")

@@ -1,5 +1,6 @@
 import Foundation
 import Progression
+import ProgressionTestSupport
 import Testing
 
 /// Untrusted names reach people escaped, and `--json` unchanged (issue 15, item 9).

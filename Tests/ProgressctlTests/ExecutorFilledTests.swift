@@ -1,5 +1,6 @@
 import Foundation
 import Progression
+import ProgressionTestSupport
 import Testing
 
 /// progressctl against a database that a real executor filled: what the executor wrote is what the tool reads.

@@ -1,5 +1,6 @@
 import Foundation
 import Progression
+import ProgressionTestSupport
 import Testing
 
 /// Files and inputs that are not what progressctl expects (issue 15): each gets one line on stderr, a non-zero status,
@@ -7,7 +8,7 @@ import Testing
 @Suite struct FaultTests {
     /// Checks the one-line diagnostic and the status.
     func expectError(
-        _ result: CLIResult, status: Int32 = 1, containing text: String, sourceLocation: SourceLocation = #_sourceLocation
+        _ result: ChildProcess.Outcome, status: Int32 = 1, containing text: String, sourceLocation: SourceLocation = #_sourceLocation
     ) {
         #expect(result.status == status, "\(result.stderr)", sourceLocation: sourceLocation)
         #expect(result.errorLines.count == 1, "\(result.stderr)", sourceLocation: sourceLocation)
@@ -192,32 +193,10 @@ enum OtherUser {
 
     static func run(
         _ user: String, _ arguments: [String], in directory: TemporaryDirectory, timeout: Duration = .seconds(20)
-    ) async throws -> CLIResult {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: runuser)
-        process.arguments = ["-u", user, "--", try CLI.requireBinary().path] + arguments
-        var environment = ProcessInfo.processInfo.environment
-        environment["PROGRESSION_DB"] = nil
-        environment["TERM"] = "dumb"
-        process.environment = environment
-        let name = UUID().uuidString
-        let out = directory.file("\(name).out")
-        let err = directory.file("\(name).err")
-        _ = FileManager.default.createFile(atPath: out, contents: nil)
-        _ = FileManager.default.createFile(atPath: err, contents: nil)
-        process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: out))
-        process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: err))
-        process.standardInput = FileHandle.nullDevice
-        let exit = ExitWaiter()
-        process.terminationHandler = { exit.finish($0.terminationStatus) }
-        try process.run()
-        guard let status = await exit.wait(timeout: timeout) else {
-            process.terminate()
-            Issue.record("runuser \(arguments) did not end within \(timeout)")
-            throw CancellationError()
-        }
-        return CLIResult(
-            status: status, stdout: (try? String(contentsOfFile: out, encoding: .utf8)) ?? "",
-            stderr: (try? String(contentsOfFile: err, encoding: .utf8)) ?? "")
+    ) async throws -> ChildProcess.Outcome {
+        try await ChildProcess(
+            URL(fileURLWithPath: runuser), ["-u", user, "--", try CLI.requireBinary().path] + arguments,
+            output: .files(in: directory.path), environment: CLI.environment
+        ).outcome(timeout: timeout)
     }
 }

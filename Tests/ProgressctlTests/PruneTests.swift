@@ -1,5 +1,6 @@
 import Foundation
 import Progression
+import ProgressionTestSupport
 import Testing
 
 /// `prune --dry-run`, the checkpoint after a prune, and `--vacuum` giving the space back (issue 14).

@@ -1,11 +1,12 @@
 import Foundation
 import Progression
+import ProgressionTestSupport
 import Testing
 
 /// `list --until --name --sort --reverse` with its footer, `show`'s input, key and result, and `history`'s filters
 /// (issue 14).
 @Suite struct QueryTests {
-    func ids(_ result: CLIResult) throws -> [String] {
+    func ids(_ result: ChildProcess.Outcome) throws -> [String] {
         try decodeJSON([TaskDocument].self, from: result.stdout).map(\.id)
     }
 

@@ -1,5 +1,6 @@
 import Foundation
 import Progression
+import ProgressionTestSupport
 import Testing
 
 /// The JSON of a task, as progressctl prints it (decoded independently of the tool's own types).

@@ -1,5 +1,6 @@
 import Foundation
 import Progression
+import ProgressionTestSupport
 import Testing
 
 /// `submit --from FILE|-`: JSON lines submitted in one transaction (issue 14).

@@ -1,5 +1,6 @@
 import Foundation
 import Progression
+import ProgressionTestSupport
 import Testing
 
 @testable import progressctl
@@ -222,7 +223,7 @@ func insertSixHundredStepJob(into fixture: Fixture, id: String = "01a20337-07aa-
         // A smaller window: the next frames fit it.
         let before = terminal.outputBytes.count
         try terminal.resize(rows: 6, columns: 50)
-        watch.send(SIGWINCH)
+        watch.signal(SIGWINCH)
         let resized = await terminal.waitForOutput { output in
             let fresh = String(decoding: Array(output.utf8).dropFirst(before), as: UTF8.self)
             return WatchRecording(output: fresh).frames.contains { frame in
@@ -237,8 +238,8 @@ func insertSixHundredStepJob(into fixture: Fixture, id: String = "01a20337-07aa-
         #expect(smallScreen.lines.last?.hasPrefix("… ") == true, "\(smallScreen.lines)")
 
         // Ctrl-C: the terminal is given back as it was.
-        watch.send(SIGINT)
-        #expect(try await watch.status() == 130)
+        watch.signal(SIGINT)
+        #expect(try await watch.waitForExit(timeout: .seconds(20)) == 130)
         #expect(await terminal.waitForOutput { $0.hasSuffix("\u{1B}[?25h\u{1B}[?1049l") }, "\(terminal.output.suffix(200))")
         #expect(!terminal.output.contains("\n"), "nothing is written outside the frames")
     }
@@ -256,8 +257,8 @@ func insertSixHundredStepJob(into fixture: Fixture, id: String = "01a20337-07aa-
             #expect(
                 (frame.range(of: "\u{1B}\\[[0-9;]*m", options: .regularExpression) != nil) == (noColor == nil),
                 "\(frame)")
-            watch.send(SIGTERM)
-            #expect(try await watch.status() == 143)
+            watch.signal(SIGTERM)
+            #expect(try await watch.waitForExit(timeout: .seconds(20)) == 143)
             terminal.close()
         }
     }
@@ -274,7 +275,7 @@ func insertSixHundredStepJob(into fixture: Fixture, id: String = "01a20337-07aa-
         record.finishedAt = Date()
         record.updatedAt = Date()
         try await fixture.store.apply(TaskBatch(records: [record])).checkApplied()
-        #expect(try await watch.status() == 0)
+        #expect(try await watch.waitForExit(timeout: .seconds(20)) == 0)
         let output = terminal.output
         let after = try #require(output.range(of: "\u{1B}[?1049l")).upperBound
         let summary = output[after...].split(separator: "\r\n").map {
@@ -291,7 +292,7 @@ func insertSixHundredStepJob(into fixture: Fixture, id: String = "01a20337-07aa-
         let watch = try terminal.start(["--db", fixture.path, "watch"])
         #expect(await terminal.waitForOutput { WatchRecording(output: $0).frames.count >= 1 })
         for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: fixture.path + suffix) }
-        #expect(try await watch.status() == 1)
+        #expect(try await watch.waitForExit(timeout: .seconds(20)) == 1)
         let output = terminal.output
         let after = try #require(output.range(of: "\u{1B}[?1049l")).upperBound
         #expect(

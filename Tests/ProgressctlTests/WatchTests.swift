@@ -1,5 +1,6 @@
 import Foundation
 import Progression
+import ProgressionTestSupport
 import Testing
 
 /// `watch` with stdout a file (not a terminal): change lines.
@@ -25,14 +26,14 @@ import Testing
         try await fixture.child("w1-a", of: root, name: "a.csv", status: .running, progress: 0.2)
 
         let watch = try CLI.start(["--db", fixture.path, "watch", "w1"], in: fixture.directory)
-        #expect(await eventually { watch.stdoutSoFar.contains("w1 running 10% load\n") }, "\(watch.stdoutSoFar)")
+        #expect(await eventually { watch.stdout.contains("w1 running 10% load\n") }, "\(watch.stdout)")
         try await report("w1-a", 0.7, in: fixture)
         try await report("w1", 0.5, step: "parse", in: fixture)
-        #expect(await eventually { watch.stdoutSoFar.contains("w1 running 50% parse\n") }, "\(watch.stdoutSoFar)")
+        #expect(await eventually { watch.stdout.contains("w1 running 50% parse\n") }, "\(watch.stdout)")
 
         try await finish("w1-a", .completed, in: fixture)
         try await finish("w1", .completed, in: fixture)
-        let result = try await watch.result(timeout: .seconds(10))
+        let result = try await watch.outcome(timeout: .seconds(10))
         #expect(result.status == 0, "\(result.stderr)")
         #expect(lines(result.stdout) == ["w1 running 10% load", "w1 running 50% parse", "w1 completed 100% parse"])
         #expect(!result.stdout.contains("\u{1B}["), "no redraw without a terminal")
@@ -44,12 +45,12 @@ import Testing
         try await fixture.child("w2-a", of: root, name: "a.csv", status: .running, progress: 0.2)
 
         let watch = try CLI.start(["--db", fixture.path, "watch", "w2", "--all"], in: fixture.directory)
-        #expect(await eventually { watch.stdoutSoFar.contains("w2-a running 20% -\n") }, "\(watch.stdoutSoFar)")
+        #expect(await eventually { watch.stdout.contains("w2-a running 20% -\n") }, "\(watch.stdout)")
         try await report("w2-a", 0.7, in: fixture)
-        #expect(await eventually { watch.stdoutSoFar.contains("w2-a running 70% -\n") }, "\(watch.stdoutSoFar)")
+        #expect(await eventually { watch.stdout.contains("w2-a running 70% -\n") }, "\(watch.stdout)")
         try await finish("w2-a", .completed, in: fixture)
         try await finish("w2", .completed, in: fixture)
-        let result = try await watch.result(timeout: .seconds(10))
+        let result = try await watch.outcome(timeout: .seconds(10))
         #expect(result.status == 0, "\(result.stderr)")
         #expect(lines(result.stdout) == [
             "w2 running 10% load", "w2-a running 20% -", "w2-a running 70% -", "w2 completed 100% load",
@@ -66,13 +67,13 @@ import Testing
         try await fixture.root("steady", status: .running, progress: 0.01)
         let watch = try CLI.start(
             ["--db", fixture.path, "watch", "steady", "--interval", "0.05"], in: fixture.directory)
-        #expect(await eventually { watch.stdoutSoFar.contains("steady running 1%") })
+        #expect(await eventually { watch.stdout.contains("steady running 1%") })
         try await fixture.report("steady", 0.5, rate: 0.01)
-        #expect(await eventually { watch.stdoutSoFar.contains(" rate ") }, "\(watch.stdoutSoFar)")
-        let line = try #require(lines(watch.stdoutSoFar).last { $0.contains(" rate ") })
+        #expect(await eventually { watch.stdout.contains(" rate ") }, "\(watch.stdout)")
+        let line = try #require(lines(watch.stdout).last { $0.contains(" rate ") })
         #expect(line == "steady running 50% - rate 1.0%/s eta 50s", "\(line)")
         try await finish("steady", .completed, in: fixture)
-        #expect(try await watch.result().status == 0)
+        #expect(try await watch.outcome(timeout: .seconds(20)).status == 0)
     }
 
     @Test func jsonPrintsOneObjectPerChangedRootPerLine() async throws {
@@ -80,9 +81,9 @@ import Testing
         let root = try await fixture.root("j1", status: .running, progress: 0.25, step: "load")
         try await fixture.child("j1-a", of: root, name: "a.csv", status: .running, progress: 0.2)
         let watch = try CLI.start(["--db", fixture.path, "--json", "watch", "j1"], in: fixture.directory)
-        #expect(await eventually { !watch.stdoutSoFar.isEmpty })
+        #expect(await eventually { !watch.stdout.isEmpty })
         try await finish("j1", .failed, in: fixture)
-        let result = try await watch.result(timeout: .seconds(10))
+        let result = try await watch.outcome(timeout: .seconds(10))
         #expect(result.status == 1)
         #expect(result.errorLines == ["progressctl: error: task 'j1' failed"])
         let objects = try lines(result.stdout).map {
@@ -101,21 +102,21 @@ import Testing
         try await fixture.root("old", status: .completed)
 
         let watch = try CLI.start(["--db", fixture.path, "watch"], in: fixture.directory)
-        #expect(await eventually { watch.stdoutSoFar.contains("f1 running 30%") })
+        #expect(await eventually { watch.stdout.contains("f1 running 30%") })
         try await finish("f1", .completed, in: fixture)
-        #expect(await eventually { watch.stdoutSoFar.contains("f1 completed 100%") })
+        #expect(await eventually { watch.stdout.contains("f1 completed 100%") })
 
         // Everything is finished; a task submitted later is still picked up, so watch did not end.
         try await fixture.root("f2", status: .pending, createdAt: Date())
-        #expect(await eventually { watch.stdoutSoFar.contains("f2 pending -") }, "\(watch.stdoutSoFar)")
-        #expect(watch.process.isRunning)
+        #expect(await eventually { watch.stdout.contains("f2 pending -") }, "\(watch.stdout)")
+        #expect(watch.isRunning)
         // One that starts and ends between two polls is seen too.
         try await fixture.root("f3", status: .completed, progress: 1, createdAt: Date())
-        #expect(await eventually { watch.stdoutSoFar.contains("f3 completed 100%") }, "\(watch.stdoutSoFar)")
-        #expect(!watch.stdoutSoFar.contains("old"), "roots finished before watch began are not listed")
+        #expect(await eventually { watch.stdout.contains("f3 completed 100%") }, "\(watch.stdout)")
+        #expect(!watch.stdout.contains("old"), "roots finished before watch began are not listed")
 
-        watch.process.terminate()
-        _ = try await watch.result(timeout: .seconds(10))
+        watch.signal(SIGTERM)
+        _ = try await watch.outcome(timeout: .seconds(10))
     }
 
     @Test func withUntilDoneItEndsWhenEveryTaskFinishedAndFailsWhenOneFailed() async throws {
@@ -125,12 +126,12 @@ import Testing
         try await fixture.root("u3", status: .completed)
 
         let watch = try CLI.start(["--db", fixture.path, "watch", "--until-done"], in: fixture.directory)
-        #expect(await eventually { watch.stdoutSoFar.contains("u1 running 30%") && watch.stdoutSoFar.contains("u2 pending") })
-        #expect(!watch.stdoutSoFar.contains("u3"))
+        #expect(await eventually { watch.stdout.contains("u1 running 30%") && watch.stdout.contains("u2 pending") })
+        #expect(!watch.stdout.contains("u3"))
         try await finish("u1", .completed, in: fixture)
-        #expect(await eventually { watch.stdoutSoFar.contains("u1 completed 100%") })
+        #expect(await eventually { watch.stdout.contains("u1 completed 100%") })
         try await finish("u2", .failed, in: fixture)
-        let result = try await watch.result(timeout: .seconds(10))
+        let result = try await watch.outcome(timeout: .seconds(10))
         #expect(result.status == 1)
         #expect(result.errorLines == ["progressctl: error: task 'u2' failed"])
         #expect(result.stdout.contains("u2 failed"))
@@ -140,9 +141,9 @@ import Testing
         let fixture = try Fixture()
         try await fixture.root("c1", status: .running, progress: 0.5)
         let watch = try CLI.start(["--db", fixture.path, "watch", "--until-done"], in: fixture.directory)
-        #expect(await eventually { watch.stdoutSoFar.contains("c1 running 50%") })
+        #expect(await eventually { watch.stdout.contains("c1 running 50%") })
         try await finish("c1", .completed, in: fixture)
-        let result = try await watch.result(timeout: .seconds(10))
+        let result = try await watch.outcome(timeout: .seconds(10))
         #expect(result.status == 0, "\(result.stderr)")
         #expect(lines(result.stdout) == ["c1 running 50% -", "c1 completed 100% -"])
     }
@@ -159,9 +160,9 @@ import Testing
         let fixture = try Fixture()
         try await fixture.root("d1", status: .running, progress: 0.4)
         let watch = try CLI.start(["--db", fixture.path, "watch"], in: fixture.directory)
-        #expect(await eventually { watch.stdoutSoFar.contains("d1 running 40%") })
+        #expect(await eventually { watch.stdout.contains("d1 running 40%") })
         for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: fixture.path + suffix) }
-        let result = try await watch.result(timeout: .seconds(10))
+        let result = try await watch.outcome(timeout: .seconds(10))
         #expect(result.status == 1)
         #expect(result.errorLines == ["progressctl: error: the database '\(fixture.path)' was deleted while watching"])
     }

@@ -2,6 +2,7 @@
 import Foundation
 import Progression
 import ProgressionPostgres
+import ProgressionTestSupport
 import Testing
 
 /// Several "hosts" on one PostgreSQL database: `progression-demo serve` processes with distinct `$PROGRESSION_HOST`
@@ -30,7 +31,7 @@ struct MultiHostTests {
     }
 
     /// `count` directories of `files` small files each.
-    static func makeData(_ count: Int, files: Int, in scratch: ScratchDirectory) throws -> [URL] {
+    static func makeData(_ count: Int, files: Int, in scratch: TemporaryDirectory) throws -> [URL] {
         try (0..<count).map { index in
             let directory = scratch.url.appendingPathComponent("data-\(index)")
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -61,26 +62,25 @@ struct MultiHostTests {
     /// A demo service as `host`; with `backlog`, it claims at most that many jobs ahead of its free slots, leaving
     /// the rest to the other host.
     static func serve(
-        _ database: Database, host: String, concurrency: Int, backlog: Int = 100_000, in scratch: ScratchDirectory
-    ) throws -> HostProcess {
-        try HostProcess(
+        _ database: Database, host: String, concurrency: Int, backlog: Int = 100_000, in scratch: TemporaryDirectory
+    ) throws -> ChildProcess {
+        try ChildProcess(
             "progression-demo",
             [
                 "serve", "--db", database.url, "--concurrency", "\(concurrency)", "--owner-stale-after",
                 "\(staleAfter)", "--claim-backlog", "\(backlog)", "--log-level", "info",
-            ], host: host, in: scratch.url)
+            ], host: host, in: scratch)
     }
 
     @Test func twoHostsRunTwoHundredJobsEachOnceAndShareThem() async throws {
-        let scratch = try ScratchDirectory()
-        defer { scratch.cleanUp() }
+        let scratch = try TemporaryDirectory()
         let database = try await Database()
         let directories = try Self.makeData(200, files: 2, in: scratch)
         // Each host claims at most 16 jobs ahead of its 4 slots, so neither takes the whole batch at once.
         let a = try Self.serve(database, host: "host-a", concurrency: 4, backlog: 16, in: scratch)
         let b = try Self.serve(database, host: "host-b", concurrency: 4, backlog: 16, in: scratch)
         defer { Task { await a.terminate(); await b.terminate() } }
-        try await poll("both hosts to start") {
+        try await poll("both hosts to start", timeout: .seconds(60)) {
             a.output.contains("serving checksum jobs") && b.output.contains("serving checksum jobs")
         }
         // Jobs arrive over two seconds, as a service's submissions do: each host claims unowned ones when its
@@ -117,11 +117,11 @@ struct MultiHostTests {
 
     /// Starts host-a alone with one slow job, waits until it has completed `steps` file steps, then starts host-b.
     static func slowJobOnHostA(
-        _ database: Database, in scratch: ScratchDirectory, files: Int, delay: Int, steps: Int
-    ) async throws -> (job: String, a: HostProcess, b: HostProcess, ownerA: String) {
+        _ database: Database, in scratch: TemporaryDirectory, files: Int, delay: Int, steps: Int
+    ) async throws -> (job: String, a: ChildProcess, b: ChildProcess, ownerA: String) {
         let directory = try makeData(1, files: files, in: scratch)
         let a = try serve(database, host: "host-a", concurrency: 2, in: scratch)
-        try await poll("host-a to start") { a.output.contains("serving checksum jobs") }
+        try await poll("host-a to start", timeout: .seconds(60)) { a.output.contains("serving checksum jobs") }
         let job = try await submit(directory, delayMilliseconds: delay, to: database.store)[0]
         try await poll("host-a to complete \(steps) file steps", timeout: .seconds(60)) {
             try await database.store.tree(of: job).filter { $0.status == .completed && $0.name.hasSuffix(".txt") }.count
@@ -130,18 +130,17 @@ struct MultiHostTests {
         let ownerA = try #require(try await database.store.task(id: job)?.ownerID)
         #expect(try await database.owners(of: "host-a").contains(ownerA))
         let b = try serve(database, host: "host-b", concurrency: 2, in: scratch)
-        try await poll("host-b to start") { b.output.contains("serving checksum jobs") }
+        try await poll("host-b to start", timeout: .seconds(60)) { b.output.contains("serving checksum jobs") }
         return (job, a, b, ownerA)
     }
 
     @Test func aKilledHostsJobIsResumedByTheOtherOnlyOnceItsHeartbeatIsStale() async throws {
-        let scratch = try ScratchDirectory()
-        defer { scratch.cleanUp() }
+        let scratch = try TemporaryDirectory()
         let database = try await Database()
         let (job, a, b, ownerA) = try await Self.slowJobOnHostA(database, in: scratch, files: 12, delay: 250, steps: 3)
         defer { Task { await a.terminate(); await b.terminate() } }
         a.signal(SIGKILL)
-        _ = await a.waitForExit(timeout: .seconds(10))
+        _ = try await a.waitForExit(timeout: .seconds(10))
         let done = try await database.store.tree(of: job).filter { $0.status == .completed && $0.name.hasSuffix(".txt") }
         let lastHeartbeat = try #require(try await database.store.owners().first { $0.id == ownerA }?.heartbeatAt)
 
@@ -175,8 +174,7 @@ struct MultiHostTests {
     }
 
     @Test func aHostStoppedPastItsLeaseFindsItsWritesRejectedAndStopsTheJob() async throws {
-        let scratch = try ScratchDirectory()
-        defer { scratch.cleanUp() }
+        let scratch = try TemporaryDirectory()
         let database = try await Database()
         let (job, a, b, ownerA) = try await Self.slowJobOnHostA(database, in: scratch, files: 16, delay: 300, steps: 2)
         defer { Task { await a.terminate(); await b.terminate() } }
@@ -212,17 +210,16 @@ struct MultiHostTests {
     }
 
     @Test func progressctlOnAnotherHostReadsAndControlsThroughNotify() async throws {
-        let scratch = try ScratchDirectory()
-        defer { scratch.cleanUp() }
+        let scratch = try TemporaryDirectory()
         let database = try await Database()
         let directory = try Self.makeData(1, files: 40, in: scratch)
         let a = try Self.serve(database, host: "host-a", concurrency: 2, in: scratch)
         defer { Task { await a.terminate() } }
-        try await poll("host-a to start") { a.output.contains("serving checksum jobs") }
+        try await poll("host-a to start", timeout: .seconds(60)) { a.output.contains("serving checksum jobs") }
         let job = try await Self.submit(directory, delayMilliseconds: 100, to: database.store)[0]
-        try await poll("the job to run") { try await database.store.task(id: job)?.status == .running }
+        try await poll("the job to run", timeout: .seconds(60)) { try await database.store.task(id: job)?.status == .running }
         func ctl(_ arguments: String...) async throws -> (status: Int32, output: String) {
-            try await HostProcess.run("progressctl", ["--db", database.url] + arguments, host: "host-c", in: scratch.url)
+            try await ChildProcess.run("progressctl", ["--db", database.url] + arguments, host: "host-c", in: scratch)
         }
         let list = try await ctl("list")
         #expect(list.status == 0 && list.output.contains(job), "\(list.output)")
@@ -243,7 +240,7 @@ struct MultiHostTests {
         }
         let retried = try await ctl("retry", job)
         #expect(retried.status == 0, "\(retried.output)")
-        try await poll("the retried job to run again") {
+        try await poll("the retried job to run again", timeout: .seconds(60)) {
             let root = try await database.store.task(id: job)
             return root?.attempt == 2 && root?.status.isFinished == false
         }

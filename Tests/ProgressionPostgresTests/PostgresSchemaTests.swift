@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import PostgresNIO
 import Progression
+import ProgressionTestSupport
 import Testing
 @testable import ProgressionPostgres
 

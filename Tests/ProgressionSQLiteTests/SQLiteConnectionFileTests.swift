@@ -1,22 +1,10 @@
 import Foundation
 import ProgressionSQLite
+import ProgressionTestSupport
 import Testing
 
 /// Files that are not a new or known database, and readers that must not leave files a writer cannot use.
 struct SQLiteConnectionFileTests {
-    /// A directory of its own, removed at the end.
-    final class Directory {
-        let path = FileManager.default.temporaryDirectory.path + "/progression-sqlite-files-" + UUID().uuidString
-
-        init() throws {
-            try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-        }
-
-        deinit { try? FileManager.default.removeItem(atPath: path) }
-
-        func file(_ name: String) -> String { path + "/" + name }
-    }
-
     static let migrations = SQLiteMigrator(migrations: [
         SQLiteMigration(identifier: "0001_initial", sql: "CREATE TABLE tasks (id TEXT PRIMARY KEY) STRICT;")
     ])
@@ -57,7 +45,7 @@ struct SQLiteConnectionFileTests {
 
     @Test(arguments: ["DELETE", "WAL"])
     func anotherApplicationsDatabaseIsRefusedAndLeftByteForByte(journalMode: String) throws {
-        let directory = try Directory()
+        let directory = try TemporaryDirectory()
         let path = directory.file("other.sqlite")
         do {
             var plain = SQLiteConnectionOptions()
@@ -83,7 +71,7 @@ struct SQLiteConnectionFileTests {
     }
 
     @Test func aSchemaMigrationsTableOfAnotherToolIsNotOurs() throws {
-        let directory = try Directory()
+        let directory = try TemporaryDirectory()
         let path = directory.file("rails.sqlite")
         do {
             let other = try SQLiteConnection(path: path)
@@ -95,7 +83,7 @@ struct SQLiteConnectionFileTests {
     }
 
     @Test func anEmptyDatabaseIsOursToInitialise() throws {
-        let directory = try Directory()
+        let directory = try TemporaryDirectory()
         let path = directory.file("empty-db.sqlite")
         try SQLiteConnection(path: path).close()  // a database of one page, no tables: a creator stopped before migrating
         let connection = try SQLiteConnection(path: path, options: Self.ownOptions())
@@ -105,7 +93,7 @@ struct SQLiteConnectionFileTests {
     // MARK: Empty files
 
     @Test func anEmptyFileThisProcessDidNotCreateIsRefusedAsDamage() throws {
-        let directory = try Directory()
+        let directory = try TemporaryDirectory()
         let path = directory.file("empty.sqlite")
         #expect(FileManager.default.createFile(atPath: path, contents: Data()))
         var options = Self.ownOptions()
@@ -118,7 +106,7 @@ struct SQLiteConnectionFileTests {
     }
 
     @Test func anEmptyFileWithAWALBesideItIsRefusedAtOnce() throws {
-        let directory = try Directory()
+        let directory = try TemporaryDirectory()
         let path = directory.file("truncated.sqlite")
         #expect(FileManager.default.createFile(atPath: path, contents: Data()))
         let wal = Data(repeating: 7, count: 4096)
@@ -133,7 +121,7 @@ struct SQLiteConnectionFileTests {
     }
 
     @Test func anEmptyFileAnotherProcessIsCreatingIsWaitedFor() throws {
-        let directory = try Directory()
+        let directory = try TemporaryDirectory()
         let source = directory.file("made.sqlite")
         try Self.makeDatabase(source)
         let bytes = try #require(FileManager.default.contents(atPath: source))
@@ -153,7 +141,7 @@ struct SQLiteConnectionFileTests {
     }
 
     @Test func aNewFileIsCreatedAndInitialised() throws {
-        let directory = try Directory()
+        let directory = try TemporaryDirectory()
         let path = directory.file("new.sqlite")
         let connection = try SQLiteConnection(path: path, options: Self.ownOptions())
         #expect(try Self.migrations.migrate(connection, now: 0) == ["0001_initial"])
@@ -162,7 +150,7 @@ struct SQLiteConnectionFileTests {
     // MARK: Symbolic links
 
     @Test func aDanglingSymbolicLinkIsNamedAsSuch() throws {
-        let directory = try Directory()
+        let directory = try TemporaryDirectory()
         let path = directory.file("link.sqlite")
         try FileManager.default.createSymbolicLink(atPath: path, withDestinationPath: directory.file("gone/db.sqlite"))
         for readOnly in [false, true] {
@@ -175,7 +163,7 @@ struct SQLiteConnectionFileTests {
     }
 
     @Test func aSymbolicLinkOfOurOwnIsFollowed() throws {
-        let directory = try Directory()
+        let directory = try TemporaryDirectory()
         let target = directory.file("real.sqlite")
         try Self.makeDatabase(target)
         let path = directory.file("link.sqlite")
@@ -186,7 +174,7 @@ struct SQLiteConnectionFileTests {
 
     @Test(.enabled(if: getuid() == 0, "changes the owner of a link: needs root"))
     func aSymbolicLinkOwnedByAnotherUserIsNotFollowed() throws {
-        let directory = try Directory()
+        let directory = try TemporaryDirectory()
         let target = directory.file("victim.sqlite")
         try Self.makeDatabase(target)
         let before = try #require(FileManager.default.contents(atPath: target))
@@ -209,7 +197,7 @@ struct SQLiteConnectionFileTests {
     // MARK: Readers leave no side files a writer cannot use
 
     @Test func aReaderOfADatabaseNobodyMayWriteCreatesNoSideFiles() throws {
-        let directory = try Directory()
+        let directory = try TemporaryDirectory()
         let path = directory.file("frozen.sqlite")
         try Self.makeDatabase(path)
         #expect(Self.sideFiles(of: path).isEmpty)
@@ -231,7 +219,7 @@ struct SQLiteConnectionFileTests {
 
     @Test(.enabled(if: getuid() == 0, "changes owners: needs root"))
     func rootReadingAnotherUsersDatabaseGivesTheSideFilesItsOwnerAndAWritableMode() throws {
-        let directory = try Directory()
+        let directory = try TemporaryDirectory()
         let path = directory.file("theirs.sqlite")
         try Self.makeDatabase(path)
         #expect(chown(directory.path, 65534, 65534) == 0 && chown(path, 65534, 65534) == 0)
@@ -250,7 +238,7 @@ struct SQLiteConnectionFileTests {
     }
 
     @Test func aReaderOfAnEmptyOrRollbackDatabaseCreatesNothing() throws {
-        let directory = try Directory()
+        let directory = try TemporaryDirectory()
         let path = directory.file("rollback.sqlite")
         do {
             let connection = try SQLiteConnection(path: path)
@@ -268,7 +256,7 @@ struct SQLiteConnectionFileTests {
     /// file does): else another process that closes the database takes itself for the last connection and deletes the
     /// WAL that the first connection still holds its commits in.
     @Test func openingASecondConnectionKeepsTheFirstOnesLocks() async throws {
-        let directory = try Directory()
+        let directory = try TemporaryDirectory()
         let path = directory.file("locks.sqlite")
         try Self.makeDatabase(path)
         let first = try SQLiteConnection(path: path, options: Self.ownOptions())
@@ -276,15 +264,9 @@ struct SQLiteConnectionFileTests {
         let second = try SQLiteConnection(path: path, options: Self.ownOptions())
         second.close()
         // Another process opens and closes the database.
-        let other = Process()
-        other.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        other.arguments = ["sqlite3", path, "SELECT count(*) FROM tasks;"]
-        other.standardOutput = FileHandle.nullDevice
-        other.standardError = FileHandle.nullDevice
-        try other.run()
-        let deadline = ContinuousClock.now + .seconds(10)
-        while other.isRunning, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
-        #expect(!other.isRunning && other.terminationStatus == 0)
+        let other = try ChildProcess(
+            URL(fileURLWithPath: "/usr/bin/env"), ["sqlite3", path, "SELECT count(*) FROM tasks;"], output: .discarded)
+        #expect(try await other.waitForExit(timeout: .seconds(10)) == 0)
         #expect(FileManager.default.fileExists(atPath: path + "-wal"), "the other process deleted the live WAL")
         try first.execute("INSERT INTO tasks VALUES ('c')", [])
         first.close()

@@ -1,14 +1,13 @@
 import Foundation
 import ProgressionSQLite
+import ProgressionTestSupport
 import Synchronization
 import Testing
 
 struct SQLiteConnectionTests {
     private func withConnection(_ body: (SQLiteConnection, String) throws -> Void) throws {
-        let directory = FileManager.default.temporaryDirectory.path + "/progression-sqlite-" + UUID().uuidString
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let path = directory + "/test.sqlite"
+        let directory = try TemporaryDirectory()
+        let path = directory.file("test.sqlite")
         let connection = try SQLiteConnection(path: path)
         try body(connection, path)
     }
@@ -24,10 +23,8 @@ struct SQLiteConnectionTests {
         }
         var options = SQLiteConnectionOptions()
         options.synchronous = .full
-        let directory = FileManager.default.temporaryDirectory.path + "/progression-sqlite-" + UUID().uuidString
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let full = try SQLiteConnection(path: directory + "/full.sqlite", options: options)
+        let directory = try TemporaryDirectory()
+        let full = try SQLiteConnection(path: directory.file("full.sqlite"), options: options)
         #expect(try full.scalarInt("PRAGMA synchronous") == 2)  // FULL
     }
 
@@ -48,10 +45,8 @@ struct SQLiteConnectionTests {
 
     @Test func aTransactionRollsBackWhenItsBodyThrowsAndSavepointsNest() throws {
         struct Failure: Error {}
-        let directory = FileManager.default.temporaryDirectory.path + "/progression-sqlite-" + UUID().uuidString
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let connection = try SQLiteConnection(path: directory + "/tx.sqlite")
+        let directory = try TemporaryDirectory()
+        let connection = try SQLiteConnection(path: directory.file("tx.sqlite"))
         try connection.execute("CREATE TABLE t (v INTEGER NOT NULL)")
         #expect(throws: Failure.self) {
             try connection.transaction {
@@ -113,10 +108,8 @@ struct SQLiteConnectionTests {
     }
 
     @Test func interruptingStopsARunningStatement() async throws {
-        let directory = FileManager.default.temporaryDirectory.path + "/progression-sqlite-" + UUID().uuidString
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let path = directory + "/interrupt.sqlite"
+        let directory = try TemporaryDirectory()
+        let path = directory.file("interrupt.sqlite")
         final class Shared: Sendable {
             let handle = Mutex<SQLiteInterruptHandle?>(nil)
         }
@@ -174,10 +167,8 @@ struct SQLiteConnectionTests {
 /// The commit hook that replaces SQLite's automatic checkpoint.
 struct SQLiteCheckpointPolicyTests {
     private func withConnection(_ body: (SQLiteConnection, String) throws -> Void) throws {
-        let directory = FileManager.default.temporaryDirectory.path + "/progression-sqlite-" + UUID().uuidString
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let path = directory + "/test.sqlite"
+        let directory = try TemporaryDirectory()
+        let path = directory.file("test.sqlite")
         try body(try SQLiteConnection(path: path), path)
     }
 

@@ -1,21 +1,6 @@
 import Foundation
 import Progression
-
-/// A directory of its own for one test, removed when the test ends.
-final class TemporaryDirectory: Sendable {
-    let path: String
-
-    init() throws {
-        path = FileManager.default.temporaryDirectory.path + "/progressctl-tests-" + UUID().uuidString
-        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-    }
-
-    deinit {
-        try? FileManager.default.removeItem(atPath: path)
-    }
-
-    func file(_ name: String) -> String { path + "/" + name }
-}
+import ProgressionTestSupport
 
 /// A database file filled through the public store API.
 struct Fixture {
@@ -89,7 +74,7 @@ struct Fixture {
     func run(
         _ arguments: [String], environment: [String: String] = [:], input: Data? = nil,
         timeout: Duration = .seconds(20)
-    ) async throws -> CLIResult {
+    ) async throws -> ChildProcess.Outcome {
         try await CLI.run(
             ["--db", path] + arguments, in: directory, environment: environment, input: input, timeout: timeout)
     }

@@ -1,6 +1,6 @@
 import Foundation
+import ProgressionTestSupport
 import Synchronization
-import Testing
 
 #if canImport(Glibc)
 import Glibc
@@ -57,27 +57,15 @@ final class PseudoTerminal: Sendable {
     var output: String { String(decoding: outputBytes, as: UTF8.self) }
 
     /// Starts `arguments` of the built `progressctl` on this terminal, with `environment` added to this process's.
-    func start(_ arguments: [String], environment: [String: String] = [:]) throws -> TerminalProcess {
+    func start(_ arguments: [String], environment: [String: String] = [:]) throws -> ChildProcess {
         let slave = open(slavePath, O_RDWR | O_NOCTTY)
         guard slave >= 0 else { throw PseudoTerminalError("open \(slavePath)", errno) }
         let handle = FileHandle(fileDescriptor: slave, closeOnDealloc: true)
         defer { try? handle.close() }
-        let process = Process()
-        process.executableURL = try CLI.requireBinary()
-        process.arguments = arguments
-        var env = ProcessInfo.processInfo.environment
-        env["PROGRESSION_DB"] = nil
-        env["NO_COLOR"] = nil
-        env["TERM"] = "xterm-256color"
-        env.merge(environment) { _, new in new }
-        process.environment = env
-        process.standardInput = handle
-        process.standardOutput = handle
-        process.standardError = handle
-        let exit = ExitWaiter()
-        process.terminationHandler = { exit.finish($0.terminationStatus) }
-        try process.run()
-        return TerminalProcess(process: process, exit: exit)
+        let terminal: [String: String?] = ["PROGRESSION_DB": nil, "NO_COLOR": nil, "TERM": "xterm-256color"]
+        return try ChildProcess(
+            try CLI.requireBinary(), arguments, output: .handles(stdout: handle, stderr: handle),
+            environment: terminal.merging(environment.mapValues { $0 }) { _, new in new }, input: .handle(handle))
     }
 
     /// Types `text` on the terminal, as a person at its keyboard would: the child reads it from its stdin.
@@ -143,36 +131,6 @@ struct PseudoTerminalError: Error, CustomStringConvertible {
     }
 
     var description: String { "\(call) failed: \(String(cString: strerror(code)))" }
-}
-
-/// A child process running on a ``PseudoTerminal``.
-///
-/// `@unchecked Sendable`: `Process` is not `Sendable`, but after `run()` this value only reads the process's
-/// immutable pid and arguments and calls `terminate()`/`interrupt()`, which send a signal to a pid and are safe
-/// from any thread; the exit status crosses threads through `ExitWaiter`, which synchronises it with a mutex.
-struct TerminalProcess: @unchecked Sendable {
-    let process: Process
-    let exit: ExitWaiter
-
-    var pid: Int32 { process.processIdentifier }
-
-    /// Sends `signal` to the process.
-    func send(_ signal: Int32) {
-        kill(process.processIdentifier, signal)
-    }
-
-    /// The exit status; kills the process and fails after `timeout`.
-    func status(timeout: Duration = .seconds(20)) async throws -> Int32 {
-        guard let status = await exit.wait(timeout: timeout) else {
-            process.terminate()
-            Issue.record("progressctl \(process.arguments ?? []) did not end within \(timeout)")
-            throw CancellationError()
-        }
-        return status
-    }
-
-    /// Whether the process still runs.
-    var isRunning: Bool { process.isRunning }
 }
 
 /// The C library's pseudo-terminal calls. Glibc's Swift module leaves them out (they are declared only for

@@ -3,6 +3,7 @@ import InMemoryTracing
 import Logging
 import MetricsTestKit
 import Progression
+import ProgressionTestSupport
 import Synchronization
 import Testing
 import Tracing

@@ -1,5 +1,6 @@
 import Foundation
 import Progression
+import ProgressionTestSupport
 import Testing
 
 /// The progress rule, as the README's worked examples state it: each example is a test.

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import Progression
+import ProgressionTestSupport
 import Testing
 
 /// The README's library example, as written there (but on a temporary database, and without the service group that

@@ -1,5 +1,6 @@
 import Foundation
 import Progression
+import ProgressionTestSupport
 import Testing
 
 /// Crash recovery, with real processes killed with SIGKILL (the crash-test worker).

@@ -1,6 +1,7 @@
 import Foundation
 import Progression
 import ProgressionSQLite
+import ProgressionTestSupport
 import Testing
 
 /// Every secondary index of the schema serves a query the library runs, and those queries use it (no full scan, no

@@ -1,6 +1,7 @@
 import Foundation
 import Progression
 import ProgressionSQLite
+import ProgressionTestSupport
 import Testing
 
 /// Files that are not what the store needs: each is refused with an error naming the file, and left as it was.

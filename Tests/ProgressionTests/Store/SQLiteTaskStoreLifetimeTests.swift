@@ -1,5 +1,6 @@
 import Foundation
 import Progression
+import ProgressionTestSupport
 import Testing
 
 /// A released store closes its database: no file stays open.

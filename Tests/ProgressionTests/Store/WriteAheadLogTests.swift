@@ -1,5 +1,6 @@
 import Foundation
 import Progression
+import ProgressionTestSupport
 import Testing
 
 /// The store's write-ahead log: checkpointed off the commit path while work comes, truncated once the executor is idle.

@@ -1,5 +1,6 @@
 import Foundation
 import Progression
+import ProgressionTestSupport
 #if PostgreSQL
 import ProgressionPostgres
 #endif

@@ -1,14 +1,30 @@
-import Foundation
 import Synchronization
 
 /// A clock that moves only when a test advances it: sleepers wake when their deadline is reached.
-final class ManualClock: Clock, Sendable {
-    struct Instant: InstantProtocol {
-        var offset: Duration
+///
+/// ```swift
+/// let clock = ManualClock()
+/// let sleeper = Task { try await clock.sleep(for: .seconds(5)) }
+/// clock.advance(by: .seconds(5))
+/// try await sleeper.value
+/// ```
+public final class ManualClock: Clock, Sendable {
+    /// A point on the clock: how far it has been advanced from its start.
+    public struct Instant: InstantProtocol {
+        /// The time since the clock's start.
+        public var offset: Duration
 
-        func advanced(by duration: Duration) -> Instant { Instant(offset: offset + duration) }
-        func duration(to other: Instant) -> Duration { other.offset - offset }
-        static func < (left: Instant, right: Instant) -> Bool { left.offset < right.offset }
+        /// The instant at `offset` from the clock's start.
+        public init(offset: Duration) { self.offset = offset }
+
+        /// The instant `duration` later.
+        public func advanced(by duration: Duration) -> Instant { Instant(offset: offset + duration) }
+
+        /// The time from this instant to `other`.
+        public func duration(to other: Instant) -> Duration { other.offset - offset }
+
+        /// Whether `left` comes before `right`.
+        public static func < (left: Instant, right: Instant) -> Bool { left.offset < right.offset }
     }
 
     private struct Sleeper {
@@ -18,10 +34,19 @@ final class ManualClock: Clock, Sendable {
 
     private let state = Mutex<(now: Instant, sleepers: [Int: Sleeper], next: Int)>((Instant(offset: .zero), [:], 0))
 
-    var now: Instant { state.withLock { $0.now } }
-    var minimumResolution: Duration { .nanoseconds(1) }
+    /// A clock at its start, with no sleepers.
+    public init() {}
 
-    func sleep(until deadline: Instant, tolerance: Duration?) async throws {
+    /// The clock's time now.
+    public var now: Instant { state.withLock { $0.now } }
+
+    /// One nanosecond.
+    public var minimumResolution: Duration { .nanoseconds(1) }
+
+    /// Sleeps until the clock has been advanced to `deadline`.
+    ///
+    /// - Throws: `CancellationError` when the task is cancelled first.
+    public func sleep(until deadline: Instant, tolerance: Duration?) async throws {
         let token = state.withLock { state -> Int in
             state.next += 1
             return state.next
@@ -43,7 +68,7 @@ final class ManualClock: Clock, Sendable {
     }
 
     /// Moves the clock on and wakes the sleepers whose deadline has come.
-    func advance(by duration: Duration) {
+    public func advance(by duration: Duration) {
         let due = state.withLock { state -> [CheckedContinuation<Void, any Error>] in
             state.now = state.now.advanced(by: duration)
             let now = state.now

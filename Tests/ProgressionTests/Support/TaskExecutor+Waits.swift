@@ -1,0 +1,39 @@
+import Foundation
+import Progression
+import ProgressionTestSupport
+import Testing
+
+/// Polls `condition` until it holds, failing after `timeout`. Not a sleep used as synchronisation: it waits for a state.
+/// Every 2 ms: the executor's states in memory change within milliseconds.
+func waitUntil(
+    _ what: String, timeout: Duration = .seconds(20), _ condition: () async throws -> Bool
+) async throws {
+    try await poll(what, timeout: timeout, every: .milliseconds(2), condition)
+}
+
+extension TaskExecutor {
+    /// Waits until a task (root or subtask) has the status.
+    nonisolated func waitForStatus(_ id: String, _ status: TaskStatus, timeout: Duration = .seconds(20)) async throws {
+        try await waitUntil("\(id) to be \(status)", timeout: timeout) { self.snapshot(of: id)?.status == status }
+    }
+
+    /// Waits until a root's code has ended and returns its snapshot.
+    nonisolated func finished(_ id: String) async throws -> TaskSnapshot {
+        try await waitUntil("\(id) to finish") { self.snapshot(of: id)?.isFinished ?? false }
+        return try #require(await snapshot(of: id))
+    }
+
+    /// Waits (at most `timeout`) for a root's current run to end.
+    nonisolated func runEnded(_ id: String, timeout: Duration = .seconds(60)) async throws {
+        try await within(timeout, "the run of \(id) to end") { await self.waitForTask(id) }
+    }
+}
+
+/// An executor for one test: finished tasks stay visible.
+func makeExecutor(_ kind: StoreKind, in directory: TemporaryDirectory) throws -> TaskExecutor {
+    var configuration = TaskExecutor.Configuration()
+    configuration.completedTaskVisibility = .seconds(600)
+    configuration.publishInterval = .milliseconds(5)
+    configuration.writeWindow = .milliseconds(5)
+    return TaskExecutor(store: try kind.make(in: directory), configuration: configuration)
+}
