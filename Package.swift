@@ -178,7 +178,7 @@ let package = Package(
         // Runs the built progression-demo (and progressctl) binaries as child processes.
         .testTarget(
             name: "DemoTests",
-            dependencies: ["Progression", "ProgressionTestSupport", "progression-demo"],
+            dependencies: ["Progression", "ProgressionSQLite", "ProgressionTestSupport", "progression-demo"],
             swiftSettings: swiftSettings
         ),
         // PostgresTaskStore against a real server that the tests start (initdb + pg_ctl on a Unix socket): schema,

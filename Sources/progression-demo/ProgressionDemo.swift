@@ -40,6 +40,7 @@ struct ProgressionDemo: AsyncParsableCommand {
             exit(withError: error)
         }
         ignoreBrokenPipes()
+        if command is Serve { ShutdownSignals.install() }
         do {
             if var command = command as? any AsyncParsableCommand {
                 try await command.run()

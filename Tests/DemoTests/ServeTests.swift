@@ -1,5 +1,6 @@
 import Foundation
 import Progression
+import ProgressionSQLite
 import ProgressionTestSupport
 import Testing
 
@@ -34,5 +35,35 @@ struct ServeTests {
         service.signal(SIGTERM)
         #expect(try await service.waitForExit(timeout: .seconds(20)) == 0)
         #expect(service.stderr.contains("stopped"))
+    }
+
+    /// Issue 15: SIGTERM in the first moments of `serve` — while it opens its database, before its service group runs —
+    /// stops it gracefully (status 0), where the signal's default action used to kill it (143). The database is held
+    /// locked so that `serve` stays in its start-up; the signal goes as soon as the process catches SIGTERM.
+    @Test func aSIGTERMWhileServeStartsStopsItGracefully() async throws {
+        let temp = try TemporaryDirectory()
+        let db = temp.file("db.sqlite")
+        try await SQLiteTaskStore(path: db).close()
+        let lock = try SQLiteConnection(path: db)
+        try lock.execute("BEGIN EXCLUSIVE")
+
+        let service = try ChildProcess("progression-demo", ["serve", "--db", db], in: temp)
+        try await poll("serve to catch SIGTERM", timeout: .seconds(10)) {
+            Self.catches(SIGTERM, pid: service.pid) || !service.isRunning
+        }
+        #expect(!service.stderr.contains("serving checksum jobs"), "still starting: \(service.stderr)")
+        service.signal(SIGTERM)
+        try lock.execute("COMMIT")
+        #expect(try await service.waitForExit(timeout: .seconds(30)) == 0, "\(service.stderr)")
+        #expect(service.stderr.contains("stopped"))
+    }
+
+    /// Whether process `pid` has a handler for `signal` (its `SigCgt` mask in /proc).
+    static func catches(_ signal: Int32, pid: Int32) -> Bool {
+        guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
+            let line = status.split(separator: "\n").first(where: { $0.hasPrefix("SigCgt:") }),
+            let mask = UInt64(line.dropFirst("SigCgt:".count).trimmingCharacters(in: .whitespaces), radix: 16)
+        else { return false }
+        return mask & (1 << UInt64(signal - 1)) != 0
     }
 }

@@ -55,9 +55,9 @@ extension ProgressionDemo {
                 let (id, existed) = try await JobLookup.submit(ChecksumInput(directory: data), on: executor)
                 logger.info("\(existed ? "found" : "submitted") job", metadata: ["job": "\(id)", "directory": "\(data)"])
             }
-            let group = ServiceGroup(
-                services: [executor, JobLogger(executor: executor, logger: logger)],
-                gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+            // SIGTERM and SIGINT reach the group through ShutdownSignals, which took them over when the command started.
+            let group = ServiceGroup(services: [executor, JobLogger(executor: executor, logger: logger)], logger: logger)
+            await ShutdownSignals.stops(group)
             try await group.run()
             logger.info("stopped")
         }
