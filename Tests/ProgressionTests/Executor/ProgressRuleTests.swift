@@ -189,8 +189,8 @@ struct ProgressRuleTests {
         if ending == "cancel" { try await executor.cancel(taskID: id) }
         let ended = try await executor.finished(id)
         #expect(ended.status == (ending == "cancel" ? .cancelled : .failed))
-        // The part did 99.9 % of its 2 units when it ended: 1.998 of 100.
-        #expect(abs((ended.progress ?? -1) - 0.01998) < 1e-9, "\(String(describing: ended.progress))")
+        // The part had done all of its 2 units (it reported 1, shown as 0.999) when it ended: 2 of 100.
+        #expect(abs((ended.progress ?? -1) - 0.02) < 1e-9, "\(String(describing: ended.progress))")
         try await executor.flush()
         #expect(try await executor.store.task(id: id)?.progress == ended.progress)
         await executor.shutdown()

@@ -72,11 +72,17 @@ struct ProgressState {
 
     /// The value to show for an unfinished task that last showed `current`.
     func shown(current: Double?) -> Double? {
+        held(current: current).map { Swift.min(Self.unfinishedCap, $0) }
+    }
+
+    /// The value before the cap: what the task has done, never below what it showed. This is what it contributes to
+    /// its parent, so that a step that read all its bytes but has not returned yet weighs all of them there (capped
+    /// at 0.999, it would leave its parent below the share of the steps already completed).
+    func held(current: Double?) -> Double? {
         var highest = computed
         if let floor { highest = Swift.max(highest ?? floor, floor) }
         if let current { highest = Swift.max(highest ?? current, current) }
-        guard let highest else { return nil }
-        return Swift.min(Self.unfinishedCap, Swift.max(0, highest))
+        return highest.map { Swift.min(1, Swift.max(0, $0)) }
     }
 
     /// Forgets what the task said and what its subtasks did (a new run); the value shown so far becomes the floor.
@@ -216,7 +222,7 @@ extension GraphState {
     mutating func bank(_ child: TaskNode, completed: Bool, now: Date) {
         guard let parent = child.parent else { return }
         let weight = child.record.weight
-        let final = completed ? 1 : min(1, child.record.progress ?? 0)
+        let final = completed ? 1 : child.progress.held(current: child.record.progress) ?? 0
         switch child.progress.link {
         case .units:
             parent.progress.unitsInFlight -= weight * child.progress.contribution
@@ -239,20 +245,23 @@ extension GraphState {
         while true {
             if node.record.status.isFinished { return }
             let previous = node.record.progress
-            let next = node.progress.shown(current: previous)
-            if next == previous { return }
-            node.record.progress = next
-            node.record.updatedAt = now
-            var columns: TaskColumns = [.progress, .updatedAt]
-            if let next, node.isExecuting, node.rate.isDue(at: now), !node.isEffectivelyPaused,
-                node.rate.sample(next, at: now)
-            {
-                node.record.rate = node.rate.rate
-                columns.insert(.rate)
+            let held = node.progress.held(current: previous)
+            let next = held.map { min(ProgressState.unfinishedCap, $0) }
+            let value = held ?? 0
+            if next == previous, value == node.progress.contribution { return }
+            if next != previous {
+                node.record.progress = next
+                node.record.updatedAt = now
+                var columns: TaskColumns = [.progress, .updatedAt]
+                if let next, node.isExecuting, node.rate.isDue(at: now), !node.isEffectivelyPaused,
+                    node.rate.sample(next, at: now)
+                {
+                    node.record.rate = node.rate.rate
+                    columns.insert(.rate)
+                }
+                markDirty(node, columns)
             }
-            markDirty(node, columns)
             guard let parent = node.parent else { return }
-            let value = next ?? 0
             switch node.progress.link {
             case .units:
                 parent.progress.unitsInFlight += node.record.weight * (value - node.progress.contribution)

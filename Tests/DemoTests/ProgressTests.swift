@@ -1,0 +1,83 @@
+import Foundation
+import Progression
+import ProgressionTestSupport
+import Testing
+
+/// Issue 10: the demo's job declares its bytes up front, so that what its root shows is the share of bytes read —
+/// watched from outside, through the store, as `progressctl` sees it.
+struct ProgressTests {
+    @Test func theDemosJobReadsAsTheShareOfItsBytesAndReachesOneOnlyWhenItCompletes() async throws {
+        let temp = try TemporaryDirectory()
+        let data = temp.url.appendingPathComponent("data")
+        var sizes: [String: Int] = [:]
+        for (folder, count) in [("letters", 5), ("logs", 7), ("notes", 4)] {
+            let directory = data.appendingPathComponent(folder)
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            for index in 0..<count {
+                let size = 1_000 * (1 + (index * 7 + folder.count) % 23)
+                try Data(repeating: UInt8(ascii: "a") + UInt8(index), count: size)
+                    .write(to: directory.appendingPathComponent("f\(index).txt"))
+                sizes["\(folder)/f\(index).txt"] = size
+            }
+        }
+        let totalBytes = Double(sizes.values.reduce(0, +))
+        let db = temp.file("db.sqlite")
+        // The job is submitted and watched before a service runs it, so that the watch sees it from its start
+        // however long processes take to start on a busy machine.
+        let store = try SQLiteTaskStore(path: db)
+        let input = #"{"directory": "\#(data.path)", "fileDelayMilliseconds": 50, "parallelFiles": 2}"#
+        let submitted = try await ChildProcess.run(
+            "progressctl", ["--db", db, "submit", "checksum", "--input", input], in: temp)
+        #expect(submitted.status == 0, "\(submitted.stderr)")
+        let jobID = submitted.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        // progressctl watch, in a process of its own: one line each time the root's status, percent or step changed.
+        let watch = try ChildProcess("progressctl", ["--db", db, "watch", jobID, "--json"], in: temp)
+        try await poll("the watch's first line") { watch.stdout.contains(#""status":"pending""#) }
+        let service = try ChildProcess("progression-demo", ["serve", "--db", db], in: temp)
+
+        // Each read of the tree is one committed state: the root's value lies between the bytes of the files
+        // completed and those of the files completed or under way, and never goes back.
+        var seen: [Double] = []
+        var finished: TaskRecord?
+        try await poll("the job to complete", every: .milliseconds(2)) {
+            let tree = try await store.tree(of: jobID)
+            guard let root = tree.first else { return false }
+            let files = tree.filter { sizes[$0.name] != nil }
+            let done = files.filter { $0.status == .completed }.reduce(0.0) { $0 + Double(sizes[$1.name] ?? 0) }
+            let begun = files.filter { $0.status != .pending }.reduce(0.0) { $0 + Double(sizes[$1.name] ?? 0) }
+            if let progress = root.progress {
+                if root.status != .completed {
+                    #expect(progress < 1, "\(root.status) at \(progress)")
+                    // (0.999 at most until the job's code returns.)
+                    #expect(
+                        progress >= min(0.999, done / totalBytes - 1e-9),
+                        "\(progress) below \(done) of \(totalBytes) bytes")
+                    #expect(progress <= begun / totalBytes + 1e-9, "\(progress) above \(begun) of \(totalBytes) bytes")
+                }
+                seen.append(progress)
+            }
+            if root.status.isFinished { finished = root }
+            return root.status.isFinished
+        }
+        #expect(finished?.status == .completed)
+        #expect(finished?.progress == 1)
+        #expect(zip(seen, seen.dropFirst()).allSatisfy { $0 <= $1 }, "monotone: \(seen)")
+
+        #expect(try await watch.waitForExit(timeout: .seconds(30)) == 0, "\(watch.stderr)")
+        let lines = try watch.stdout.split(separator: "\n").map { line in
+            try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+        }
+        let watched = lines.compactMap { $0["progress"] as? Double }
+        #expect(zip(watched, watched.dropFirst()).allSatisfy { $0 <= $1 }, "monotone: \(watched)")
+        #expect(Set(watched.filter { $0 > 0 && $0 < 1 }).count >= 3, "values in between: \(watched)")
+        #expect(lines.last?["status"] as? String == "completed" && watched.last == 1)
+        #expect(lines.dropLast().allSatisfy { ($0["progress"] as? Double ?? 0) < 1 }, "1 only when completed")
+
+        // The history's progress samples say the same.
+        let samples = try await store.events(EventQuery(taskID: jobID, kinds: [.progress], limit: 1_000))
+            .filter { $0.taskID == jobID }.compactMap(\.progress)
+        #expect(zip(samples, samples.dropFirst()).allSatisfy { $0 <= $1 }, "\(samples)")
+        service.signal(SIGTERM)
+        #expect(try await service.waitForExit(timeout: .seconds(20)) == 0)
+    }
+}
