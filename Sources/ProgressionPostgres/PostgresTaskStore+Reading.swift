@@ -33,13 +33,7 @@ extension PostgresTaskStore {
     public func roots(_ query: TaskQuery) async throws -> [TaskRecord] {
         try await read { connection in
             var (conditions, parameters) = Self.filter(query)
-            let direction = query.reverse ? "ASC" : "DESC"
-            let order =
-                switch query.sort {
-                case .created: "created_at \(direction), id \(direction)"
-                case .updated: "updated_at \(direction), id \(direction)"
-                case .progress: "coalesce(progress, -1) \(direction), created_at \(direction), id \(direction)"
-                }
+            let order = query.orderClause
             parameters.append(Int64(max(0, query.limit)))
             parameters.append(Int64(max(0, query.offset)))
             return try await rows(
@@ -133,22 +127,15 @@ extension PostgresTaskStore {
                   AND id \(query.tail ? "<" : ">") $\(cursorIndex) ORDER BY id \(query.tail ? "DESC" : "ASC")
                 LIMIT $\(cursorIndex + 1)
                 """
-            var cursor: Int64 = query.tail ? Int64.max : (query.after ?? 0)
+            var cursor = query.firstCursor
             var events: [TaskEvent] = []
-            let page = max(query.limit, 64)
-            while events.count < query.limit {
+            var more = true
+            while more {
                 var pageParameters = parameters
                 pageParameters.append(cursor)
-                pageParameters.append(Int64(page))
-                let rows = try await rows(select, pageParameters, connection: connection) { try event(from: $0) }
-                guard let last = rows.last else { break }
-                cursor = last.sequence ?? cursor
-                for event in rows where ids?.contains(event.taskID) ?? true {
-                    if query.tail, let after = query.after, let sequence = event.sequence, sequence <= after { continue }
-                    events.append(event)
-                    if events.count == query.limit { break }
-                }
-                if rows.count < page { break }
+                pageParameters.append(Int64(query.pageSize))
+                let page = try await rows(select, pageParameters, connection: connection) { try event(from: $0) }
+                more = query.collect(page, into: &events, ids: ids, cursor: &cursor)
             }
             return query.tail ? events.reversed() : events
         }

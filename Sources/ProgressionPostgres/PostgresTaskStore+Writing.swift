@@ -436,16 +436,7 @@ extension PostgresTaskStore {
                 try $0.decode((String, String).self)
             }
         }
-        var kinds: [String: TaskOptions] = [:]
-        for (name, options) in stored {
-            do {
-                kinds[name] = try decoder.decode(TaskOptions.self, from: Data(options.utf8))
-            } catch {
-                throw TaskStoreError(
-                    .corrupt, path: location, message: "job kind '\(name)' cannot be read: its options do not decode")
-            }
-        }
-        return kinds
+        return try TaskOptions.decodeKinds(stored.map { (name: $0.0, options: $0.1) }, decoder: decoder, location: location)
     }
 
     // MARK: Maintenance

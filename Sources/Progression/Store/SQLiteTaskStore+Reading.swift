@@ -40,15 +40,11 @@ extension SQLiteTaskStore {
     /// The statement of a root listing, with its parameters.
     package static func rootsSQL(_ query: TaskQuery) -> (String, [SQLiteValue]) {
         let (conditions, parameters) = filter(query)
-        let direction = query.reverse ? "ASC" : "DESC"
-        let order =
-            switch query.sort {
-            case .created: "created_at \(direction), id \(direction)"
-            case .updated: "updated_at \(direction), id \(direction)"
-            case .progress: "coalesce(progress, -1) \(direction), created_at \(direction), id \(direction)"
-            }
         return (
-            "SELECT \(columns) FROM tasks\(indexHint(query)) WHERE \(conditions) ORDER BY \(order) LIMIT ? OFFSET ?",
+            """
+            SELECT \(columns) FROM tasks\(indexHint(query)) WHERE \(conditions) ORDER BY \(query.orderClause)
+            LIMIT ? OFFSET ?
+            """,
             parameters + [.integer(Int64(max(0, query.limit))), .integer(Int64(max(0, query.offset)))]
         )
     }
@@ -119,21 +115,14 @@ extension SQLiteTaskStore {
             // Page through the root's history (backwards for a tail); for a subtree, keep its nodes' events only.
             let select =
                 "SELECT \(Self.eventColumns) FROM events WHERE \(conditions.joined(separator: " AND ")) AND id \(query.tail ? "<" : ">") ? ORDER BY id \(query.tail ? "DESC" : "ASC") LIMIT ?"
-            var cursor: Int64 = query.tail ? Int64.max : (query.after ?? 0)
+            var cursor = query.firstCursor
             var events: [TaskEvent] = []
-            let page = max(query.limit, 64)
-            while events.count < query.limit {
-                let rows = try connection.query(select, parameters + [.integer(cursor), .integer(Int64(page))]) {
-                    try event(from: $0)
-                }
-                guard let last = rows.last else { break }
-                cursor = last.sequence ?? cursor
-                for event in rows where ids?.contains(event.taskID) ?? true {
-                    if query.tail, let after = query.after, let sequence = event.sequence, sequence <= after { continue }
-                    events.append(event)
-                    if events.count == query.limit { break }
-                }
-                if rows.count < page { break }
+            var more = true
+            while more {
+                let page = try connection.query(
+                    select, parameters + [.integer(cursor), .integer(Int64(query.pageSize))]
+                ) { try event(from: $0) }
+                more = query.collect(page, into: &events, ids: ids, cursor: &cursor)
             }
             return query.tail ? events.reversed() : events
         }

@@ -313,18 +313,9 @@ extension SQLiteTaskStore {
     package func registeredKinds() async throws -> [String: TaskOptions] {
         try await read { connection in
             let rows = try connection.query("SELECT name, options FROM job_kinds ORDER BY name") {
-                ($0.text(at: 0), $0.text(at: 1))
+                (name: $0.text(at: 0), options: $0.text(at: 1))
             }
-            var kinds: [String: TaskOptions] = [:]
-            for (name, options) in rows {
-                do {
-                    kinds[name] = try decoder.decode(TaskOptions.self, from: Data(options.utf8))
-                } catch {
-                    throw TaskStoreError(
-                        .corrupt, path: path, message: "job kind '\(name)' cannot be read: its options do not decode")
-                }
-            }
-            return kinds
+            return try TaskOptions.decodeKinds(rows, decoder: decoder, location: path)
         }
     }
 
