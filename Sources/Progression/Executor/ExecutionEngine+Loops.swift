@@ -97,7 +97,7 @@ extension ExecutionEngine {
     }
 
     /// Sweeps finished roots past their visibility, writes the owner's heartbeat when due, and checkpoints the
-    /// store's log off the commit path: passively while changes come (commits past 1,000 log frames ask for more), and
+    /// store's log off the commit path: passively while changes come (commits past 4,000 log frames ask for more), and
     /// once with truncation when nothing changed for a whole interval, so that an idle service leaves an empty log.
     func runMaintenance() async {
         var lastHeartbeat = clock.now()
