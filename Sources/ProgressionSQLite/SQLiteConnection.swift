@@ -23,6 +23,9 @@ package struct SQLiteConnectionOptions: Sendable {
     /// Checks the database once SQLite has read it and before anything is written to it (before the switch to WAL):
     /// throwing refuses the database, which is closed as it was. The store refuses other applications' files with it.
     package var validate: (@Sendable (SQLiteConnection) throws -> Void)?
+    /// The page size of a database this connection creates (SQLite's default, 4096, when `nil`). A database that
+    /// has its schema keeps the page size it was made with.
+    package var pageSizeOfNewDatabase: Int?
     /// Open with SQLite's `immutable=1`: no locks, no side files, the file is assumed never to change. Only for a
     /// file no writer can change; set by the connection itself for such files.
     var immutable = false
@@ -217,9 +220,13 @@ package final class SQLiteConnection {
 
         try checkHeader()
         // The first read of the file: a file that is not a database fails here, before anything is written.
-        _ = try scalarInt("PRAGMA schema_version")
+        let schemaVersion = try scalarInt("PRAGMA schema_version")
         try options.validate?(self)
         if writable {
+            // Only before the first write: once the file has pages (or is in WAL mode) SQLite keeps its size.
+            if schemaVersion == 0, let pageSize = options.pageSizeOfNewDatabase {
+                try execute("PRAGMA page_size=\(pageSize)")
+            }
             let mode = try scalarText("PRAGMA journal_mode=WAL")
             guard mode?.lowercased() == "wal" else {
                 throw SQLiteError(

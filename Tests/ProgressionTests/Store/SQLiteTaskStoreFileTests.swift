@@ -31,6 +31,27 @@ struct SQLiteTaskStoreFileTests {
         }
         #expect(try await store.schemaVersion() == ["0001_initial", "0002_lean_tasks", "0003_ascending_indexes"])
         #expect(try await store.integrityCheck() == ["ok"])
+        let reader = try SQLiteConnection(path: path, options: { var o = SQLiteConnectionOptions(); o.readOnly = true; return o }())
+        #expect(try reader.scalarInt("PRAGMA page_size") == 2_048, "a new database has 2 KiB pages")
+        reader.close()
+    }
+
+    /// A database made with SQLite's default pages (4 KiB) keeps them: the page size of a file with pages never changes.
+    @Test func anExistingDatabaseKeepsItsPageSize() async throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.file("old.sqlite")
+        let old = try SQLiteConnection(path: path)
+        _ = try SQLiteMigrator(migrations: SQLiteMigration.embedded).migrate(old, now: 0)
+        #expect(try old.scalarInt("PRAGMA page_size") == 4_096)
+        old.close()
+
+        let store = try SQLiteTaskStore(path: path)
+        try await store.insert([makeRecord(id: "a")], events: [])
+        #expect(try await store.task(id: "a") != nil)
+        #expect(try await store.integrityCheck() == ["ok"])
+        let reader = try SQLiteConnection(path: path)
+        #expect(try reader.scalarInt("PRAGMA page_size") == 4_096)
+        reader.close()
     }
 
     @Test func aFileThatIsNotADatabaseIsRefusedUntouched() throws {
