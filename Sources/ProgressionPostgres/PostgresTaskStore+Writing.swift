@@ -186,20 +186,15 @@ extension PostgresTaskStore {
                 try await connection.query(PostgresQuery(unsafeSQL: names.notify), logger: logger)
                 return .success(TaskChangeResult(before: before, after: nil, deleted: nodes.count))
             }
-            var updates = [TaskUpdate(after, columns: TaskColumns.changed(from: before, to: after))]
-            var cascaded = 0
+            // Descendants of a cancelled task end with it.
+            var cascade: [TaskUpdate] = []
             if case .cancel = request.transition {
-                // Descendants end with it; their cancellation is implied by this one event.
-                for var node in nodes.dropFirst() where !node.status.isFinished {
-                    let old = node
-                    try TaskLifecycle.apply(.cancel, to: &node, now: request.at, by: .system)
-                    updates.append(TaskUpdate(node, columns: TaskColumns.changed(from: old, to: node)))
-                    cascaded += 1
-                }
+                cascade = try TaskUpdate.cancelling(nodes.dropFirst(), at: request.at)
             }
+            let updates = [TaskUpdate(after, columns: TaskColumns.changed(from: before, to: after))] + cascade
             _ = try await apply(TaskBatch(updates: updates, events: event.map { [$0] } ?? []), connection: connection)
             try await connection.query(PostgresQuery(unsafeSQL: names.notify), logger: logger)
-            return .success(TaskChangeResult(before: before, after: after, cascaded: cascaded))
+            return .success(TaskChangeResult(before: before, after: after, cascaded: cascade.count))
         }
         return try outcome.get()
     }

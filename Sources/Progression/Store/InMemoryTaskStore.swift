@@ -124,16 +124,13 @@ public actor InMemoryTaskStore: TaskStoreBackend {
                 return TaskChangeResult(before: before, after: nil, deleted: nodes.count)
             }
             try Self.put(after, into: &state)
-            var cascaded = 0
+            var cascade: [TaskUpdate] = []
             if case .cancel = request.transition {
-                for var node in nodes.dropFirst() where !node.status.isFinished {
-                    try TaskLifecycle.apply(.cancel, to: &node, now: request.at, by: .system)
-                    try Self.put(node, into: &state)
-                    cascaded += 1
-                }
+                cascade = try TaskUpdate.cancelling(nodes.dropFirst(), at: request.at)
             }
+            for update in cascade { try Self.put(update.record, into: &state) }
             try Self.append(event.map { [$0] } ?? [], to: &state)
-            return TaskChangeResult(before: before, after: state.tasks[after.id], cascaded: cascaded)
+            return TaskChangeResult(before: before, after: state.tasks[after.id], cascaded: cascade.count)
         }
     }
 

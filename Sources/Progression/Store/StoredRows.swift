@@ -56,3 +56,19 @@ extension TaskOptions {
         return kinds
     }
 }
+
+extension TaskUpdate {
+    /// The updates that cancel the unfinished nodes of `descendants` with their cancelled root, by the system: their
+    /// cancellation is implied by the root's one event, so none of them writes its own.
+    package static func cancelling(
+        _ descendants: some Sequence<TaskRecord>, at now: Date
+    ) throws(ProgressionError) -> [TaskUpdate] {
+        var updates: [TaskUpdate] = []
+        for var node in descendants where !node.status.isFinished {
+            let old = node
+            try TaskLifecycle.apply(.cancel, to: &node, now: now, by: .system)
+            updates.append(TaskUpdate(node, columns: TaskColumns.changed(from: old, to: node)))
+        }
+        return updates
+    }
+}

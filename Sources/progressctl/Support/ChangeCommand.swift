@@ -20,15 +20,7 @@ struct ChangeCommand {
     var precheck: (TaskRecord) throws(TaskControl.Refusal) -> Void = { _ throws(TaskControl.Refusal) in }
 
     /// `cancelled`, `retried`, …
-    var pastTense: String {
-        switch action {
-        case .pause: "paused"
-        case .resume: "resumed"
-        case .cancel: "cancelled"
-        case .retry: "retried"
-        case .remove: "removed"
-        }
-    }
+    var pastTense: String { action.pastTense }
 
     /// Changes the task `id`, or, without one, the roots the filters choose.
     func run(id: String?) async throws {

@@ -22,16 +22,19 @@ enum Format {
 
     /// A status, coloured on a terminal.
     static func status(_ status: TaskStatus) -> String {
-        let color: Terminal.Color? =
-            switch status {
-            case .pending: nil
-            case .running: .cyan
-            case .paused: .yellow
-            case .completed: .green
-            case .failed: .red
-            case .cancelled: .dim
-            }
-        return Terminal.paint(status.rawValue, color)
+        Terminal.paint(status.rawValue, color(of: status))
+    }
+
+    /// The colour a status is shown in (tables and the watch dashboard alike).
+    static func color(of status: TaskStatus) -> Terminal.Color? {
+        switch status {
+        case .pending: nil
+        case .running: .cyan
+        case .paused: .yellow
+        case .completed: .green
+        case .failed: .red
+        case .cancelled: .dim
+        }
     }
 
     private static let timeFormatter: DateFormatter = {

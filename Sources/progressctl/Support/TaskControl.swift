@@ -215,14 +215,7 @@ struct TaskControl {
     /// it first.
     func direct(_ action: ControlRequest.Action, on task: TaskRecord, dryRun: Bool) async throws -> Change {
         let now = Date()
-        let verb =
-            switch action {
-            case .pause: "paused"
-            case .resume: "resumed"
-            case .cancel: "cancelled"
-            case .retry: "retried"
-            case .remove: "removed"
-            }
+        let verb = action.pastTense
         var preview = task
         do {
             try TaskLifecycle.apply(Self.deciding(action, status: task.status), to: &preview, now: now, by: .operatorWithoutOwner)
@@ -268,6 +261,19 @@ struct TaskControl {
             throw CLIError(store: error)
         } catch let error as ProgressionError {
             throw Refusal(id: task.id, message: error.description)
+        }
+    }
+}
+
+extension ControlRequest.Action {
+    /// `paused`, `cancelled`, …: what a change did, in summaries and the messages of direct changes.
+    var pastTense: String {
+        switch self {
+        case .pause: "paused"
+        case .resume: "resumed"
+        case .cancel: "cancelled"
+        case .retry: "retried"
+        case .remove: "removed"
         }
     }
 }

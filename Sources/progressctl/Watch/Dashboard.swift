@@ -147,16 +147,7 @@ enum Dashboard {
         }
 
         /// The colour a status is shown in.
-        func color(of status: TaskStatus) -> Terminal.Color? {
-            switch status {
-            case .pending: nil
-            case .running: .cyan
-            case .paused: .yellow
-            case .completed: .green
-            case .failed: .red
-            case .cancelled: .dim
-            }
-        }
+        func color(of status: TaskStatus) -> Terminal.Color? { Format.color(of: status) }
     }
 }
 
