@@ -52,10 +52,16 @@ let package = Package(
             pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"])]
         ),
+        // A VFS over SQLite's default one that writes a WAL commit's frames with one write call (C: SQLite's VFS is
+        // a C interface of function pointers and struct layouts).
+        .target(
+            name: "CSQLiteWAL",
+            dependencies: ["CSQLite"]
+        ),
         // A thin Swift layer over SQLite: connections, statements, errors, migrations. Internal to the package.
         .target(
             name: "ProgressionSQLite",
-            dependencies: ["CSQLite"],
+            dependencies: ["CSQLite", "CSQLiteWAL"],
             swiftSettings: swiftSettings
         ),
         .target(

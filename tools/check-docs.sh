@@ -14,6 +14,7 @@ graphs=$(mktemp -d)
 trap 'rm -rf "$graphs"' EXIT
 swift symbolgraph-extract -module-name Progression -I "$modules" \
     -Xcc -fmodule-map-file=Sources/CSQLite/module.modulemap \
+    -Xcc -fmodule-map-file=Sources/CSQLiteWAL/include/module.modulemap \
     -target "$(uname -m)-unknown-linux-gnu" -minimum-access-level public -output-dir "$graphs"
 mode=convert
 [ "${1:-}" = "--preview" ] && mode=preview
