@@ -7,21 +7,22 @@
 // frame is complete.
 //
 // Why it is safe: SQLite can read back, publish or sync WAL content only through calls this file sees.
-// - Only appends are buffered, and a buffer always starts with a frame header (a 24-byte write that begins where the
-//   handle's previous write ended); a page is buffered only behind its header. Any other write (the WAL header at
-//   offset 0, a page overwritten in place, the checksum headers rewritten at commit) first writes the buffer, then
-//   goes straight to the file.
+// - Only whole frames are buffered, appended where the handle's previous write ended: a frame header (24 bytes right
+//   after a whole page or the log's own header), then its page (a whole page right after it). Any other write (the
+//   log's header at offset 0, a page overwritten in place, the checksum headers rewritten at commit, the parts of a
+//   frame split at a sync point) first writes the buffer, then goes straight to the file.
 // - The buffer is written before any other operation on the `-wal` file (read, size, sync, truncate, lock, file
 //   control, close): SQLite reads back what it wrote, and a sync covers it.
 // - It is written when the page of a commit frame (a header whose "database size after commit" field is not zero)
 //   completes it, so a commit leaves nothing buffered: sqlite3_step returns a committed transaction only once its
 //   frames are in the file, as without this VFS, and a process killed at any point leaves what SQLite alone would have.
 // - As a second guard, it is written before the connection's database file publishes a new WAL index header or
-//   changes a WAL index lock (xShmBarrier, xShmLock), the points at which other connections could look for the
-//   frames.
+//   takes or releases a WAL index lock (xShmBarrier, xShmLock), the points at which other connections could look for
+//   the frames, and at the latest when a transaction ends and releases the write lock.
+// - A `-wal` file whose database file this VFS cannot find (so that the second guard cannot apply) is not buffered.
 // Frames of a transaction that spills its cache before committing stay buffered (up to the buffer's size) until the
-// commit or one of the operations above; if the process dies first, they are lost with the uncommitted transaction,
-// which SQLite discards on recovery anyway.
+// commit, or until the transaction ends without one and releases the write lock; if the process dies first, they are
+// lost with the uncommitted transaction, which SQLite discards on recovery anyway.
 #include "CSQLiteWAL.h"
 
 #include <pthread.h>
@@ -47,8 +48,11 @@ struct WalFile {
     sqlite3_int64 bufferStart;
     /// `-wal` files: where the handle's last write (buffered or not) ended.
     sqlite3_int64 end;
-    /// `-wal` files: the last buffered frame header marks a commit.
+    /// `-wal` files: the last buffered write is a frame header, which marks a commit.
+    int headerPending;
     int commitPending;
+    /// `-wal` files: the handle's last write was a whole page or the log's header (a frame header may follow).
+    int afterPageOrLogHeader;
     /// `-wal` files: SQLite's `xWrite` calls, and the writes made to the file for them.
     sqlite3_int64 sqliteWrites;
     sqlite3_int64 fileWrites;
@@ -78,6 +82,7 @@ static int flushBuffer(WalFile *p) {
     if (p->bufferLength == 0) return SQLITE_OK;
     int length = p->bufferLength;
     p->bufferLength = 0;
+    p->headerPending = 0;
     p->commitPending = 0;
     p->fileWrites += 1;
     return p->real->pMethods->xWrite(p->real, p->buffer, length, p->bufferStart);
@@ -89,22 +94,32 @@ static int flushConnection(WalFile *p) {
     return flushBuffer(p->wal);
 }
 
+static int isPageSize(int amount) {
+    return amount >= 512 && amount <= 65536 && (amount & (amount - 1)) == 0;
+}
+
 static int writeThrough(WalFile *p, const void *data, int amount, sqlite3_int64 offset) {
     p->fileWrites += 1;
     p->end = offset + amount;
+    p->afterPageOrLogHeader = isPageSize(amount) || (offset == 0 && amount == 32);
     return p->real->pMethods->xWrite(p->real, data, amount, offset);
 }
 
 static int walWrite(WalFile *p, const void *data, int amount, sqlite3_int64 offset) {
     p->sqliteWrites += 1;
-    int appends = offset == p->end;
-    int header = amount == FRAME_HEADER_SIZE;
-    // A page is buffered only behind its header; a buffer starts only with a header.
-    int buffers = appends && amount <= BUFFER_CAPACITY && (p->bufferLength > 0 || header);
-    if (!buffers || p->bufferLength + amount > BUFFER_CAPACITY) {
+    int appends = offset == p->end && p->database != NULL;
+    int header = appends && amount == FRAME_HEADER_SIZE && p->afterPageOrLogHeader;
+    int page = appends && p->headerPending && isPageSize(amount);
+    if (!header && !page) {
         int rc = flushBuffer(p);
         if (rc != SQLITE_OK) return rc;
-        if (!buffers || !header) return writeThrough(p, data, amount, offset);
+        return writeThrough(p, data, amount, offset);
+    }
+    if (p->bufferLength + amount > BUFFER_CAPACITY) {
+        int rc = flushBuffer(p);
+        if (rc != SQLITE_OK) return rc;
+        // The header went with the buffer: its page follows it straight to the file.
+        if (page) return writeThrough(p, data, amount, offset);
     }
     if (p->buffer == NULL) {
         p->buffer = sqlite3_malloc(BUFFER_CAPACITY);
@@ -117,9 +132,13 @@ static int walWrite(WalFile *p, const void *data, int amount, sqlite3_int64 offs
     if (header) {
         // Bytes 4-7: the database's size in pages after a commit; zero for the other frames of a transaction.
         const unsigned char *bytes = data;
+        p->headerPending = 1;
         p->commitPending = (bytes[4] | bytes[5] | bytes[6] | bytes[7]) != 0;
+        p->afterPageOrLogHeader = 0;
         return SQLITE_OK;
     }
+    p->headerPending = 0;
+    p->afterPageOrLogHeader = 1;
     return p->commitPending ? flushBuffer(p) : SQLITE_OK;
 }
 
@@ -228,7 +247,9 @@ static int fileShmMap(sqlite3_file *file, int region, int size, int extend, void
 
 static int fileShmLock(sqlite3_file *file, int offset, int count, int flags) {
     int flushed = flushConnection((WalFile *)file);
-    if (flushed != SQLITE_OK) return flushed;
+    // An unlock goes through whatever happened: SQLite ignores its result, and a lock it believes released must be.
+    // What a failed write there held can only be frames of a transaction ending without a commit.
+    if (flushed != SQLITE_OK && (flags & SQLITE_SHM_UNLOCK) == 0) return flushed;
     return REAL(file)->pMethods->xShmLock(REAL(file), offset, count, flags);
 }
 

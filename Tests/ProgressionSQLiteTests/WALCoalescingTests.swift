@@ -9,8 +9,12 @@ import Testing
 struct WALCoalescingTests {
     /// Opens `path` with its own cache of `cachePages` pages (a small cache makes a large transaction spill frames
     /// into the log before it commits) and automatic checkpoints off, so that what is written stays in the log.
-    private func open(_ path: String, cachePages: Int = 2_000) throws -> SQLiteConnection {
-        let connection = try SQLiteConnection(path: path)
+    private func open(
+        _ path: String, cachePages: Int = 2_000, synchronous: SQLiteSynchronousMode = .normal
+    ) throws -> SQLiteConnection {
+        var options = SQLiteConnectionOptions()
+        options.synchronous = synchronous
+        let connection = try SQLiteConnection(path: path, options: options)
         try connection.execute("PRAGMA cache_size = \(cachePages)")
         try connection.execute("PRAGMA wal_autocheckpoint = 0")
         return connection
@@ -45,11 +49,14 @@ struct WALCoalescingTests {
         #expect(after.fileWrites - before.fileWrites == 1)
     }
 
-    @Test(arguments: [1, 40, 3_000])
-    func everyCommitIsReadByAnotherConnectionAndRecoveredFromTheFiles(rowsPerCommit: Int) throws {
+    /// With `synchronous=FULL` SQLite syncs the log at every commit: the buffer is written before.
+    @Test(arguments: [1, 40, 3_000], [SQLiteSynchronousMode.normal, .full])
+    func everyCommitIsReadByAnotherConnectionAndRecoveredFromTheFiles(
+        rowsPerCommit: Int, synchronous: SQLiteSynchronousMode
+    ) throws {
         let directory = try TemporaryDirectory()
         let path = directory.file("commits.sqlite")
-        let writer = try open(path)
+        let writer = try open(path, synchronous: synchronous)
         try writer.execute("CREATE TABLE t (v INTEGER NOT NULL, payload BLOB NOT NULL)")
         let reader = try open(path)
         var written = 0
