@@ -2,8 +2,8 @@
 //
 // SQLite appends a frame to the `-wal` file as two writes: its 24-byte header, then the page. A commit of a few jobs
 // touches a dozen pages, so each commit made some 30 `pwrite` calls, each paying the kernel's fixed cost per call
-// (ext4's write_begin/write_end per folio, the inode lock, the time stamps): a third of the writer's time at 8 jobs in
-// flight. This VFS keeps a transaction's appended frames in a buffer and writes them with one call when the commit
+// (ext4's write_begin/write_end per folio, the inode lock, the time stamps): the largest single cost on the writer's
+// thread at 8 jobs in flight (18 % of its samples). This VFS keeps a transaction's appended frames in a buffer and writes them with one call when the commit
 // frame is complete.
 //
 // Why it is safe: SQLite can read back, publish or sync WAL content only through calls this file sees.
