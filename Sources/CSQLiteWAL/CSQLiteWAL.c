@@ -3,8 +3,8 @@
 // SQLite appends a frame to the `-wal` file as two writes: its 24-byte header, then the page. A commit of a few jobs
 // touches a dozen pages, so each commit made some 30 `pwrite` calls, each paying the kernel's fixed cost per call
 // (ext4's write_begin/write_end per folio, the inode lock, the time stamps): the largest single cost on the writer's
-// thread at 8 jobs in flight (18 % of its samples). This VFS keeps a transaction's appended frames in a buffer and writes them with one call when the commit
-// frame is complete.
+// thread at 8 jobs in flight (18 % of its samples). This VFS keeps a transaction's appended frames in a buffer and
+// writes them with one call when the commit frame is complete.
 //
 // Why it is safe: SQLite can read back, publish or sync WAL content only through calls this file sees.
 // - Only whole frames are buffered, appended where the handle's previous write ended: a frame header (24 bytes right
@@ -34,21 +34,23 @@ enum {
     BUFFER_CAPACITY = 120 * 1024,
 };
 
+/// What a file is to this VFS: only `-wal` files are buffered; main database files guard their connection's log.
+typedef enum { ROLE_OTHER, ROLE_WAL, ROLE_MAIN } Role;
+
 typedef struct WalFile WalFile;
 
 struct WalFile {
     sqlite3_file base;
     /// The default VFS's file, allocated after this struct.
     sqlite3_file *real;
-    /// 1 for a `-wal` file, 2 for a main database file, 0 otherwise.
-    int role;
+    Role role;
     /// `-wal` files: pending bytes, to be written at `bufferStart`.
     unsigned char *buffer;
     int bufferLength;
     sqlite3_int64 bufferStart;
     /// `-wal` files: where the handle's last write (buffered or not) ended.
     sqlite3_int64 end;
-    /// `-wal` files: the last buffered write is a frame header, which marks a commit.
+    /// `-wal` files: the last buffered write is a frame header (its page comes next), and that header marks a commit.
     int headerPending;
     int commitPending;
     /// `-wal` files: the handle's last write was a whole page or the log's header (a frame header may follow).
@@ -65,8 +67,6 @@ struct WalFile {
     WalFile *database;
 };
 
-enum { ROLE_OTHER = 0, ROLE_WAL = 1, ROLE_MAIN = 2 };
-
 static sqlite3_vfs *underlying;
 static sqlite3_vfs vfs;
 static pthread_once_t registerOnce = PTHREAD_ONCE_INIT;
@@ -74,7 +74,6 @@ static int registerResult = SQLITE_OK;
 
 static pthread_mutex_t mainFilesLock = PTHREAD_MUTEX_INITIALIZER;
 static WalFile *mainFiles;
-
 
 // MARK: - The buffer
 
@@ -151,7 +150,8 @@ static int walWrite(WalFile *p, const void *data, int amount, sqlite3_int64 offs
         if (flushed != SQLITE_OK) return flushed;              \
     } while (0)
 
-static void unlinkMain(WalFile *p) {
+/// Undoes what vfsOpen linked: a main database file leaves the list; a `-wal` file and its database forget each other.
+static void unlinkFile(WalFile *p) {
     pthread_mutex_lock(&mainFilesLock);
     if (p->role == ROLE_MAIN) {
         for (WalFile **link = &mainFiles; *link != NULL; link = &(*link)->next) {
@@ -170,7 +170,7 @@ static void unlinkMain(WalFile *p) {
 static int fileClose(sqlite3_file *file) {
     WalFile *p = (WalFile *)file;
     int flushed = flushBuffer(p);
-    unlinkMain(p);
+    unlinkFile(p);
     int rc = p->real->pMethods->xClose(p->real);
     sqlite3_free(p->buffer);
     p->buffer = NULL;
@@ -255,8 +255,8 @@ static int fileShmLock(sqlite3_file *file, int offset, int count, int flags) {
 
 static void fileShmBarrier(sqlite3_file *file) {
     // With SQLite's order of writes the buffer is already empty here (a commit frame's page wrote it); this guard is
-    // for an order this file does not know. xShmBarrier cannot report an error: a failed write there leaves frames missing
-    // from the file, which SQLite reports as an I/O error or corruption when it reads them.
+    // for an order this file does not know. xShmBarrier cannot report an error: a failed write there leaves frames
+    // missing from the file, which SQLite reports as an I/O error or corruption when it reads them.
     (void)flushConnection((WalFile *)file);
     REAL(file)->pMethods->xShmBarrier(REAL(file));
 }

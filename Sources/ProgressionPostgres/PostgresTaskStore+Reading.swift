@@ -129,7 +129,7 @@ extension PostgresTaskStore {
                 """
             var cursor = query.firstCursor
             var events: [TaskEvent] = []
-            var more = true
+            var more = query.limit > 0
             while more {
                 var pageParameters = parameters
                 pageParameters.append(cursor)

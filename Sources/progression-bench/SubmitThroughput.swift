@@ -80,14 +80,10 @@ enum SubmitThroughput {
         let concurrency = context.sizes.submitConcurrency
         var rates: [StoreKind: [Double]] = [:]
         var cpu: [StoreKind: [Double]] = [:]
-        var ratios: [Double] = []
         var submitted: [Duration] = []
         for repetition in 0..<context.sizes.repetitions {
-            let order: [StoreKind] = repetition.isMultiple(of: 2) ? [.sqlite, .memory] : [.memory, .sqlite]
-            var pair: [StoreKind: Double] = [:]
-            for kind in order {
+            for kind in StoreKind.allCases.rotated(by: repetition) {
                 let result = try await jobs(count: count, concurrency: concurrency, store: kind)
-                pair[kind] = result.perSecond
                 rates[kind, default: []].append(result.perSecond)
                 cpu[kind, default: []].append(result.cpuPerJob.inMicroseconds)
                 if kind == .sqlite {
@@ -99,11 +95,10 @@ enum SubmitThroughput {
                             + "CPU \(String(format1: result.cpuPerJob.inMicroseconds, decimals: 1)) µs a job")
                 }
             }
-            ratios.append(pair[.sqlite]! / pair[.memory]!)
         }
         let sqlite = Measurement.median(rates[.sqlite]!)
         let memory = Measurement.median(rates[.memory]!)
-        let ratio = Measurement.median(ratios)
+        let ratio = Measurement.median(zip(rates[.sqlite]!, rates[.memory]!).map { $0 / $1 })
         let serialCount = max(1, count / 4)
         let serial = try await jobs(count: serialCount, concurrency: 1, store: .sqlite)
         let submits = Measurement.median(submitted.map { Double(count) / $0.inSeconds })
@@ -122,7 +117,7 @@ enum SubmitThroughput {
                 note: "the same on the in-memory store (the executor's ceiling), \(runs), interleaved with the SQLite runs"),
             Figure(
                 "ratio_jobs_sqlite_vs_memory", ratio, unit: "ratio", target: .atLeast(0.7),
-                note: "jobs_per_s on SQLite / on the in-memory store, median of \(ratios.count) adjacent pairs"),
+                note: "jobs_per_s on SQLite / on the in-memory store, median of \(context.sizes.repetitions) adjacent pairs"),
             Figure(
                 "cpu_us_per_job", Measurement.median(cpu[.sqlite]!), unit: "µs",
                 note: "CPU time of the process (all threads, user + system) per job in the jobs_per_s runs, median"),

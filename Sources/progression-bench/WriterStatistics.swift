@@ -13,16 +13,16 @@ final class WriterStatistics: MetricsFactory, Sendable {
     /// Time spent writing and committing them.
     var commitTime: Duration { .nanoseconds(nanoseconds.load(ordering: .relaxed)) }
 
-    func makeCounter(label: String, dimensions: [(String, String)]) -> any CounterHandler { Ignored() }
+    func makeCounter(label: String, dimensions: [(String, String)]) -> any CounterHandler { NOOPMetricsHandler.instance }
     func makeFloatingPointCounter(label: String, dimensions: [(String, String)]) -> any FloatingPointCounterHandler {
-        Ignored()
+        NOOPMetricsHandler.instance
     }
-    func makeMeter(label: String, dimensions: [(String, String)]) -> any MeterHandler { Ignored() }
+    func makeMeter(label: String, dimensions: [(String, String)]) -> any MeterHandler { NOOPMetricsHandler.instance }
     func makeRecorder(label: String, dimensions: [(String, String)], aggregate: Bool) -> any RecorderHandler {
-        Ignored()
+        NOOPMetricsHandler.instance
     }
     func makeTimer(label: String, dimensions: [(String, String)]) -> any TimerHandler {
-        label == "progression.writer.commit_duration" ? CommitTimer(statistics: self) : Ignored()
+        label == "progression.writer.commit_duration" ? CommitTimer(statistics: self) : NOOPMetricsHandler.instance
     }
     func destroyCounter(_ handler: any CounterHandler) {}
     func destroyFloatingPointCounter(_ handler: any FloatingPointCounterHandler) {}
@@ -37,19 +37,5 @@ final class WriterStatistics: MetricsFactory, Sendable {
             statistics.commits.add(1, ordering: .relaxed)
             statistics.nanoseconds.add(duration, ordering: .relaxed)
         }
-    }
-
-    private final class Ignored: CounterHandler, FloatingPointCounterHandler, MeterHandler, RecorderHandler, TimerHandler,
-        Sendable
-    {
-        func increment(by: Int64) {}
-        func increment(by: Double) {}
-        func reset() {}
-        func set(_ value: Int64) {}
-        func set(_ value: Double) {}
-        func decrement(by: Double) {}
-        func record(_ value: Int64) {}
-        func record(_ value: Double) {}
-        func recordNanoseconds(_ duration: Int64) {}
     }
 }

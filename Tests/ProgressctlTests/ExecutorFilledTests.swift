@@ -48,15 +48,3 @@ import Testing
         #expect(stats.status == 0 && stats.stdout.contains("completed") && stats.stdout.contains("failed"))
     }
 }
-
-extension TaskExecutor {
-    /// Waits (at most `timeout`) for a root's current run to end.
-    func runEnded(_ id: String, timeout: Duration = .seconds(30)) async throws {
-        let deadline = ContinuousClock.now + timeout
-        while snapshot(of: id)?.isFinished != true {
-            guard ContinuousClock.now < deadline else { throw CancellationError() }
-            try await Task.sleep(for: .milliseconds(5))
-        }
-        await waitForTask(id)
-    }
-}

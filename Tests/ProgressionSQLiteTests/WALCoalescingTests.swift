@@ -32,9 +32,23 @@ struct WALCoalescingTests {
         try connection.query("SELECT count(*), coalesce(sum(v), 0) FROM t") { [$0.int64(at: 0), $0.int64(at: 1)] }[0]
     }
 
-    private func expectedSummary(_ values: ClosedRange<Int>?) -> [Int64] {
-        guard let values else { return [0, 0] }
-        return [Int64(values.count), Int64(values.reduce(0, +))]
+    private func expectedSummary(_ values: ClosedRange<Int>) -> [Int64] {
+        [Int64(values.count), Int64(values.reduce(0, +))]
+    }
+
+    /// Opens a copy of the database and its log without the shared-memory index: SQLite rebuilds the index from the
+    /// log's frames, checking their checksums, so every commit must be complete in the file. Checks that the copy
+    /// holds the rows `values` and passes `integrity_check`.
+    private func expectRecoveredCopy(of path: String, holds values: ClosedRange<Int>) throws {
+        let copy = try TemporaryDirectory()
+        for suffix in ["", "-wal"] {
+            try FileManager.default.copyItem(atPath: path + suffix, toPath: copy.file("copy.sqlite") + suffix)
+        }
+        try withExtendedLifetime(copy) {
+            let recovered = try open(copy.file("copy.sqlite"))
+            #expect(try summary(recovered) == expectedSummary(values))
+            #expect(try recovered.scalarText("PRAGMA integrity_check") == "ok")
+        }
     }
 
     @Test func aCommitOfManyPagesIsOneWriteToTheLog() throws {
@@ -68,16 +82,7 @@ struct WALCoalescingTests {
         // 3,000 rows (about 2 MB) are more than the VFS's buffer holds (120 KiB): several writes a commit.
         let writes = try #require(writer.walWrites)
         #expect(writes.fileWrites < writes.sqliteWrites)
-
-        // A copy of the database and its log without the shared-memory index: SQLite rebuilds the index from the
-        // log's frames, checking their checksums, so every commit must be complete in the file.
-        let copy = try TemporaryDirectory()
-        for suffix in ["", "-wal"] {
-            try FileManager.default.copyItem(atPath: path + suffix, toPath: copy.file("copy.sqlite") + suffix)
-        }
-        let recovered = try open(copy.file("copy.sqlite"))
-        #expect(try summary(recovered) == expectedSummary(1...written))
-        #expect(try recovered.scalarText("PRAGMA integrity_check") == "ok")
+        try expectRecoveredCopy(of: path, holds: 1...written)
     }
 
     @Test func aTransactionThatSpillsItsCacheRollsBackOrCommitsWhole() throws {
@@ -108,14 +113,7 @@ struct WALCoalescingTests {
         }
         try writer.transaction { try insert(writer, from: 3_011, count: 5) }
         #expect(try summary(reader) == expectedSummary(1...3_015))
-
-        let copy = try TemporaryDirectory()
-        for suffix in ["", "-wal"] {
-            try FileManager.default.copyItem(atPath: path + suffix, toPath: copy.file("copy.sqlite") + suffix)
-        }
-        let recovered = try open(copy.file("copy.sqlite"))
-        #expect(try summary(recovered) == expectedSummary(1...3_015))
-        #expect(try recovered.scalarText("PRAGMA integrity_check") == "ok")
+        try expectRecoveredCopy(of: path, holds: 1...3_015)
     }
 
     @Test func aCheckpointedLogStartsOverAndKeepsBeingCoalesced() throws {

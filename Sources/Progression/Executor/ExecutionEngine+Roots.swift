@@ -170,10 +170,10 @@ extension ExecutionEngine {
         let monotonicNow = clock.now()
         // The jitter of a retry's delay; drawing it costs a system call, so only a failure draws it.
         let random = if case .failure = result { Double.random(in: 0..<1) } else { 0.0 }
-        let (retryDelay, lost, launches, ended, wakeTimers) = locked {
-            state -> (Duration?, Bool, [RootLaunch], TaskRecord?, Bool) in
+        let (retryDelay, lost, launches, ended) = locked {
+            state -> (Duration?, Bool, [RootLaunch], TaskRecord?) in
             state.runQueue.running -= 1
-            guard let node = state.nodes[handle] else { return (nil, false, state.dispatch(now: now), nil, false) }
+            guard let node = state.nodes[handle] else { return (nil, false, state.dispatch(now: now), nil) }
             let lost = node.effectiveStop?.reason == .leaseLost
             let (sequence, delay) = state.finish(node, result, now: now, random: random, configuration: configuration)
             let run = EndedRun(handle: handle, retryAt: delay.map { monotonicNow + $0 }, lost: lost)
@@ -182,12 +182,9 @@ extension ExecutionEngine {
             } else {
                 state.settle(run)
             }
-            let launches = state.dispatch(now: now)
-            defer { state.timersChanged = false }
-            return (delay, lost, launches, node.record, state.timersChanged)
+            return (delay, lost, state.dispatch(now: now), node.record)
         }
         launch(launches)
-        if wakeTimers { timerSignal.signal() }
         // Whoever waits for this root (waitForTask, a retry by hand) waits for the commit: no batching window.
         wakeWriter(urgent: true)
         if let ended, !lost { record(ended, startedAt: started.startedAt ?? now, now: now, retryDelay: retryDelay) }

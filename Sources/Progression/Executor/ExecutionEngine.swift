@@ -75,16 +75,20 @@ final class ExecutionEngine: Sendable {
     }
 
     /// Runs `body` under the graph's lock, then resumes the callers of `waitForTask` whose roots became idle meanwhile
-    /// (a continuation is never resumed under the lock).
+    /// (a continuation is never resumed under the lock), and wakes the timer loop when `body` changed its earliest
+    /// deadline (a retry settled).
     func locked<T: Sendable, E: Error>(_ body: (inout GraphState) throws(E) -> T) throws(E) -> T {
-        let (value, resumptions) = try state.withLock {
-            state throws(E) -> (T, [CheckedContinuation<Void, Never>]) in
+        let (value, resumptions, wakeTimers) = try state.withLock {
+            state throws(E) -> (T, [CheckedContinuation<Void, Never>], Bool) in
             let value = try body(&state)
-            guard !state.idleResumptions.isEmpty else { return (value, []) }
+            let wakeTimers = state.timersChanged
+            state.timersChanged = false
+            guard !state.idleResumptions.isEmpty else { return (value, [], wakeTimers) }
             defer { state.idleResumptions.removeAll() }
-            return (value, state.idleResumptions)
+            return (value, state.idleResumptions, wakeTimers)
         }
         for resumption in resumptions { resumption.resume() }
+        if wakeTimers { timerSignal.signal() }
         return value
     }
 
@@ -133,7 +137,6 @@ final class ExecutionEngine: Sendable {
             state.closedError = error
             // Nothing waits for their commits any more: ended roots are settled now.
             state.settleEndedRuns(upTo: .max)
-            state.timersChanged = false
             defer { state.commitWaiters.removeAll() }
             return state.commitWaiters.map(\.continuation)
         }

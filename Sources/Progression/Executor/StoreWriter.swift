@@ -75,15 +75,12 @@ actor StoreWriter {
         let now = engine.now()
         let interval = engine.configuration.progressSampleInterval.seconds
         let owner = engine.ownerID
-        let (taken, waiters, wakeTimers) = engine.locked {
-            state -> (GraphState.TakenBatch?, [CheckedContinuation<Void, any Error>], Bool) in
+        let (taken, waiters) = engine.locked {
+            state -> (GraphState.TakenBatch?, [CheckedContinuation<Void, any Error>]) in
             state.urgent = false
-            if let taken = state.takeBatch(now: now, sampleInterval: interval, owner: owner) { return (taken, [], false) }
-            let waiters = state.committed(upTo: state.changeSequence)
-            defer { state.timersChanged = false }
-            return (nil, waiters, state.timersChanged)
+            if let taken = state.takeBatch(now: now, sampleInterval: interval, owner: owner) { return (taken, []) }
+            return (nil, state.committed(upTo: state.changeSequence))
         }
-        if wakeTimers { engine.timerSignal.signal() }
         for waiter in waiters { waiter.resume() }
         return taken
     }
@@ -96,14 +93,11 @@ actor StoreWriter {
             engine.metrics.commitDuration.recordNanoseconds(Self.nanoseconds(ContinuousClock.now - started))
             engine.metrics.batchSize.record(
                 taken.batch.inserts.count + taken.batch.updates.count + taken.batch.events.count)
-            let (waiters, children, wakeTimers) = engine.locked { state in
+            let (waiters, children) = engine.locked { state in
                 // Conflicts first, so that who waits for the commit sees them when woken.
                 let children = result.conflictingTaskIDs.isEmpty ? [] : state.markConflicted(result.conflictingTaskIDs)
-                let waiters = state.committed(upTo: taken.sequence)
-                defer { state.timersChanged = false }
-                return (waiters, children, state.timersChanged)
+                return (state.committed(upTo: taken.sequence), children)
             }
-            if wakeTimers { engine.timerSignal.signal() }
             for waiter in waiters { waiter.resume() }
             engine.noteStorageRecovered()
             engine.publisherSignal.signal()

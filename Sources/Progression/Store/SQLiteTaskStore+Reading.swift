@@ -117,7 +117,7 @@ extension SQLiteTaskStore {
                 "SELECT \(Self.eventColumns) FROM events WHERE \(conditions.joined(separator: " AND ")) AND id \(query.tail ? "<" : ">") ? ORDER BY id \(query.tail ? "DESC" : "ASC") LIMIT ?"
             var cursor = query.firstCursor
             var events: [TaskEvent] = []
-            var more = true
+            var more = query.limit > 0
             while more {
                 let page = try connection.query(
                     select, parameters + [.integer(cursor), .integer(Int64(query.pageSize))]

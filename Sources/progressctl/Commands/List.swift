@@ -93,7 +93,7 @@ extension Progressctl {
 
         /// `50 of 5,004 tasks`; `50 of 10,000+ tasks` when the count reached its bound; `50 of 5,004 tasks, from
         /// number 101` after an offset.
-        static func footer(shown: Int, total: Int, atLeast: Bool = false, offset: Int) -> String {
+        static func footer(shown: Int, total: Int, atLeast: Bool, offset: Int) -> String {
             var footer = "\(Format.count(shown)) of " + (atLeast ? "\(Format.count(total))+ tasks" : Format.tasks(total))
             if offset > 0, shown > 0 { footer += ", from number \(Format.count(offset + 1))" }
             return footer

@@ -19,9 +19,6 @@ struct ChangeCommand {
     /// A rule of the command beyond the lifecycle's (`remove` without `--force` takes finished tasks only).
     var precheck: (TaskRecord) throws(TaskControl.Refusal) -> Void = { _ throws(TaskControl.Refusal) in }
 
-    /// `cancelled`, `retried`, …
-    var pastTense: String { action.pastTense }
-
     /// Changes the task `id`, or, without one, the roots the filters choose.
     func run(id: String?) async throws {
         try change.validateWait()
@@ -139,7 +136,7 @@ struct ChangeCommand {
         }
         for refusal in refusals { Terminal.standardError("progressctl: refused: \(refusal.message)") }
         if !options.json {
-            var summary = "\(change.dryRun ? "would \(action.rawValue)" : pastTense) \(Format.count(changes.count)) of "
+            var summary = "\(change.dryRun ? "would \(action.rawValue)" : action.pastTense) \(Format.count(changes.count)) of "
                 + Format.tasks(outcomes.count)
             if !refusals.isEmpty {
                 let shown = refusals.prefix(5).map(\.id).joined(separator: ", ")

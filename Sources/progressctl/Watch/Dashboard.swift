@@ -102,7 +102,7 @@ enum Dashboard {
         let cut = TerminalWidth.truncate(plainCounts, to: countCells)
         var left: String
         if style.enabled, cut == plainCounts, !parts.isEmpty {
-            left = parts.map { style.paint($0.1, style.color(of: $0.0)) }.joined(separator: " · ")
+            left = parts.map { style.paint($0.1, Format.color(of: $0.0)) }.joined(separator: " · ")
         } else {
             left = cut
         }
@@ -145,9 +145,6 @@ enum Dashboard {
             guard enabled, let color, !text.isEmpty else { return text }
             return "\u{1B}[\(color.rawValue)m\(text)\u{1B}[0m"
         }
-
-        /// The colour a status is shown in.
-        func color(of status: TaskStatus) -> Terminal.Color? { Format.color(of: status) }
     }
 }
 

@@ -3,7 +3,6 @@ import Foundation
 import Logging
 import Progression
 import ServiceLifecycle
-import UnixSignals
 
 extension ProgressionDemo {
     /// Runs every `checksum` job of the database as a long-running service.

@@ -22,11 +22,6 @@ extension TaskExecutor {
         try await waitUntil("\(id) to finish") { self.snapshot(of: id)?.isFinished ?? false }
         return try #require(await snapshot(of: id))
     }
-
-    /// Waits (at most `timeout`) for a root's current run to end.
-    nonisolated func runEnded(_ id: String, timeout: Duration = .seconds(60)) async throws {
-        try await within(timeout, "the run of \(id) to end") { await self.waitForTask(id) }
-    }
 }
 
 /// An executor for one test: finished tasks stay visible.

@@ -53,7 +53,8 @@ struct GraphState {
     var idleResumptions: [CheckedContinuation<Void, Never>] = []
     /// Roots whose end is staged, to settle once it is committed, in the order of their sequences.
     var endedRuns: [(sequence: Int64, run: EndedRun)] = []
-    /// A root's retry became due earlier than the timer loop's next deadline while settling: it must wake.
+    /// A root's retry became due earlier than the timer loop's next deadline while settling: it must wake
+    /// (``ExecutionEngine/locked(_:)`` wakes it once the lock is released).
     var timersChanged = false
 
     // Snapshots.

@@ -70,11 +70,6 @@ struct ProgressState {
         }
     }
 
-    /// The value to show for an unfinished task that last showed `current`.
-    func shown(current: Double?) -> Double? {
-        held(current: current).map { Swift.min(Self.unfinishedCap, $0) }
-    }
-
     /// The value before the cap: what the task has done, never below what it showed. This is what it contributes to
     /// its parent, so that a step that read all its bytes but has not returned yet weighs all of them there (capped
     /// at 0.999, it would leave its parent below the share of the steps already completed).
