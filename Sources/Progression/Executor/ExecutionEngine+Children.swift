@@ -42,7 +42,7 @@ extension ExecutionEngine {
                 publisherSignal.signal()
                 return value
             }
-            throw ProgressionError.invalidState(taskID: name, status: .completed, action: "read the stored result of")
+            throw ProgressionError.invalidState(taskID: name, status: .completed, action: "read its stored result")
         case .run(let handle):
             child = handle
         }

@@ -224,11 +224,12 @@ extension ExecutionEngine {
         }
         if let known {
             guard known.isRoot else {
-                throw ProgressionError.invalidState(taskID: taskID, status: known.status, action: "remove a subtask of")
+                throw ProgressionError.invalidState(taskID: taskID, status: known.status, action: "remove a subtask (remove its root)")
             }
             if !known.status.isFinished {
                 guard force else {
-                    throw ProgressionError.invalidState(taskID: taskID, status: known.status, action: "remove")
+                    throw ProgressionError.invalidState(
+                        taskID: taskID, status: known.status, action: "remove it before it has finished (cancel it first)")
                 }
                 try await cancel(taskID)
             }

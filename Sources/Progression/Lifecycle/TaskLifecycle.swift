@@ -119,7 +119,7 @@ package enum TaskLifecycle {
     ) throws(ProgressionError) -> Outcome {
         let guarded = requester != .system
         func refuse(_ action: String? = nil) -> ProgressionError {
-            .invalidState(taskID: taskID, status: status, action: action ?? transition.name)
+            .invalidState(taskID: taskID, status: status, action: action ?? "\(transition.name) it")
         }
         switch transition {
         case .start:
@@ -139,7 +139,7 @@ package enum TaskLifecycle {
                 guard requester != .operatorWithoutOwner else {
                     throw .invalidState(
                         taskID: taskID, status: status,
-                        action: "pause (no running executor holds it; only a pending task can be paused now)")
+                        action: "pause it while no running executor holds it (only a pending task can be paused then)")
                 }
                 return Outcome(status: .paused, event: .paused)
             case .completed, .failed, .cancelled: throw refuse()
@@ -207,7 +207,7 @@ package enum TaskLifecycle {
 
         case .remove:
             guard status.isFinished else {
-                throw .invalidState(taskID: taskID, status: status, action: "remove it before it finished (cancel it first)")
+                throw .invalidState(taskID: taskID, status: status, action: "remove it before it has finished (cancel it first)")
             }
             return Outcome(status: nil, event: nil)
         }

@@ -17,6 +17,8 @@ public enum ProgressionError: Error, Sendable, LocalizedError, CustomStringConve
     /// The task's options do not allow cancelling it.
     case notCancellable(taskID: String)
     /// The task is not in a state that allows this (removing a running task, resuming one that is not paused).
+    /// `action` is what was refused, with its object: "resume it", "remove it before it has finished (cancel it
+    /// first)".
     case invalidState(taskID: String, status: TaskStatus, action: String)
     /// A task with this id exists already.
     case duplicateID(String)
@@ -52,7 +54,7 @@ public enum ProgressionError: Error, Sendable, LocalizedError, CustomStringConve
         case .notCancellable(let id):
             "Task '\(id)' cannot be cancelled: its options do not allow it"
         case .invalidState(let id, let status, let action):
-            "Task '\(id)' is \(status): cannot \(action) it"
+            "Task '\(id)' is \(status): cannot \(action)"
         case .duplicateID(let id):
             "A task with id '\(id)' exists already"
         case .unknownKind(let kind):
