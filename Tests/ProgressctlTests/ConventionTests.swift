@@ -109,7 +109,7 @@ import Testing
         let cancelled = try #require(try jsonObjects(try await fixture.run(["cancel", "c-1", "--json"]).stdout).first)
         #expect(cancelled.isNull("ownerID"))
         let submitted = try #require(
-            try jsonObjects(try await fixture.run(["submit", "import", "--input", "{}", "--json"]).stdout).first)
+            try jsonObjects(try await fixture.run(["submit", "--allow-unregistered", "import", "--input", "{}", "--json"]).stdout).first)
         #expect(submitted.isNull("line"))
     }
 

@@ -222,9 +222,17 @@ public struct CronExpression: Sendable, Hashable, CustomStringConvertible {
     /// comes after the first 02:30.
     private func firstFire(onDay dayNumber: Int, after: TimeInterval, in timeZone: TimeZone) -> Date? {
         var earliest: TimeInterval?
+        let midday = Date(timeIntervalSince1970: Double(dayNumber * 86_400 + 43_200))
+        // The offsets around the day bound where a wall time can fall: once a wall time minus the largest of them is
+        // past the earliest time found, no later wall time comes earlier.
+        let largestOffset = TimeInterval(
+            max(
+                timeZone.secondsFromGMT(for: midday.addingTimeInterval(-86_400)),
+                timeZone.secondsFromGMT(for: midday.addingTimeInterval(86_400))))
         for hour in 0..<24 where hours & (1 << hour) != 0 {
             for minute in 0..<60 where minutes & (1 << minute) != 0 {
                 let naive = Double(dayNumber * 86_400 + hour * 3_600 + minute * 60)
+                if let earliest, naive - largestOffset > earliest { return Date(timeIntervalSince1970: earliest) }
                 for instant in instants(ofLocal: naive, in: timeZone) where instant > after {
                     earliest = min(earliest ?? instant, instant)
                 }

@@ -7,7 +7,7 @@ import ProgressionPostgres
 /// The store progressctl works on: a SQLite file or, with the `PostgreSQL` trait, a PostgreSQL schema named by a
 /// `postgres://` URL. Commands see one concrete type whatever the database is; what only one kind of database has
 /// (SQLite's integrity check, its file) is asked through the capabilities below.
-final class OperatorStore: TaskStoreBackend {
+final class OperatorStore: TaskStoreBackend, FleetStoreForwarding {
     /// The database as the user named it: a file's path, or a URL.
     let location: String
     private let base: any TaskStoreBackend
@@ -98,8 +98,12 @@ final class OperatorStore: TaskStoreBackend {
     }
     func changeCounter() async throws -> Int64 { try await base.changeCounter() }
     func maintain(_ work: StoreMaintenance) async throws { try await base.maintain(work) }
-    func saveKinds(_ kinds: [String: TaskOptions], at date: Date) async throws { try await base.saveKinds(kinds, at: date) }
-    func registeredKinds() async throws -> [String: TaskOptions] { try await base.registeredKinds() }
+    func failedSteps(ofRoots ids: [String]) async throws -> [String: Int] { try await base.failedSteps(ofRoots: ids) }
+    func forwardFleet<T: Sendable>(
+        writes: Bool, _ body: @Sendable (any FleetStore) async throws -> T
+    ) async throws -> T {
+        try await body(base)
+    }
 }
 
 /// `--db` and `$PROGRESSION_DB` as a PostgreSQL URL.
