@@ -178,7 +178,7 @@ package enum TaskLifecycle {
             guard isRoot else {
                 throw .invalidState(taskID: taskID, status: status, action: "run a subtask now (run its root now)")
             }
-            guard status == .pending || status == .paused else { throw refuse() }
+            guard status == .pending || status == .paused else { throw refuse("run it now") }
             return Outcome(status: status, event: .scheduled)
 
         case .complete:
