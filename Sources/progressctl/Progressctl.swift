@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import ProgressionOperator
 
 /// `progressctl`: the operator's tool for a Progression database — read what runs and what failed, and change tasks
 /// whether or not the service that runs them is up.

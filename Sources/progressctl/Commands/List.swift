@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Progression
+import ProgressionOperator
 
 extension Progressctl {
     /// Lists root tasks, newest first, with the total that match.

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Progression
+import ProgressionOperator
 
 extension Progressctl {
     /// Runs failed or cancelled tasks again.
