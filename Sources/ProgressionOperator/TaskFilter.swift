@@ -2,7 +2,7 @@ import Foundation
 import Progression
 
 /// The filters that choose roots, as an operator gives them: progressctl's `--status`, `--kind`, `--since`, `--until`
-/// and `--name` (``TaskFilterOptions``), and the console's list form. One reading of them for both.
+/// `--name` and `--input` (``TaskFilterOptions``), and the console's list form. One reading of them for both.
 package struct TaskFilter: Sendable, Hashable {
     /// Statuses, each possibly a comma list (`failed,running`); empty for any.
     package var status: [String] = []
@@ -13,17 +13,25 @@ package struct TaskFilter: Sendable, Hashable {
     package var until: String?
     /// Text the name contains (ASCII letters in any case).
     package var name: String?
+    /// Text the input's JSON contains, exactly.
+    package var input: String?
 
-    package init(status: [String] = [], kind: String? = nil, since: String? = nil, until: String? = nil, name: String? = nil) {
+    package init(
+        status: [String] = [], kind: String? = nil, since: String? = nil, until: String? = nil, name: String? = nil,
+        input: String? = nil
+    ) {
         self.status = status
         self.kind = kind
         self.since = since
         self.until = until
         self.name = name
+        self.input = input
     }
 
     /// Whether any filter is given.
-    package var isEmpty: Bool { status.isEmpty && kind == nil && since == nil && until == nil && name == nil }
+    package var isEmpty: Bool {
+        status.isEmpty && kind == nil && since == nil && until == nil && name == nil && input == nil
+    }
 
     /// The filters as a query (limit and offset left at their defaults), `now` the time durations count back from.
     /// Messages name the options `sinceOption` and `untilOption`.
@@ -41,6 +49,6 @@ package struct TaskFilter: Sendable, Hashable {
         }
         return TaskQuery(
             statuses: try InputParsing.statuses(status) ?? defaultStatuses, kind: kind, createdSince: createdSince,
-            createdUntil: createdUntil, nameContains: name)
+            createdUntil: createdUntil, nameContains: name, inputContains: input)
     }
 }

@@ -80,6 +80,9 @@ public struct TaskQuery: Sendable, Hashable {
     public var createdUntil: Date?
     /// Roots whose name contains this text (case-insensitive for ASCII letters).
     public var nameContains: String?
+    /// Roots whose input (the JSON bytes stored for a job) contains this text's UTF-8 bytes, exactly (case
+    /// included): `"file":"a.csv"` or just `a.csv`.
+    public var inputContains: String?
     /// The order; `reverse` turns it around (oldest, least recently changed, least advanced first).
     public var sort: Sort
     /// Turns the order around.
@@ -92,13 +95,15 @@ public struct TaskQuery: Sendable, Hashable {
     /// A query; by default every root, newest first, 50 at a time.
     public init(
         statuses: Set<TaskStatus>? = nil, kind: String? = nil, createdSince: Date? = nil, createdUntil: Date? = nil,
-        nameContains: String? = nil, sort: Sort = .created, reverse: Bool = false, limit: Int = 50, offset: Int = 0
+        nameContains: String? = nil, inputContains: String? = nil, sort: Sort = .created, reverse: Bool = false,
+        limit: Int = 50, offset: Int = 0
     ) {
         self.statuses = statuses
         self.kind = kind
         self.createdSince = createdSince
         self.createdUntil = createdUntil
         self.nameContains = nameContains
+        self.inputContains = inputContains
         self.sort = sort
         self.reverse = reverse
         self.limit = limit
@@ -114,6 +119,9 @@ public struct TaskQuery: Sendable, Hashable {
         if let createdUntil, record.createdAt.storedMilliseconds >= createdUntil.storedMilliseconds { return false }
         if let nameContains, !nameContains.isEmpty, !record.name.asciiLowercased.contains(nameContains.asciiLowercased) {
             return false
+        }
+        if let inputContains, !inputContains.isEmpty {
+            guard let input = record.input, input.range(of: Data(inputContains.utf8)) != nil else { return false }
         }
         return true
     }

@@ -18,6 +18,7 @@ extension Progressctl {
                   progressctl list --status failed --status cancelled --kind import
                   progressctl list --status running,paused --since 30m --limit 10
                   progressctl list --since 2026-01-31 --until 2026-02-01 --name nightly --json
+                  progressctl list --input '"file":"a.csv"'
                   progressctl list --sort progress --reverse
                   progressctl list --status failed --limit 0
                 """)

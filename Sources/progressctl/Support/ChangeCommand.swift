@@ -25,13 +25,13 @@ struct ChangeCommand {
         try change.validateWait()
         if let id {
             guard filters.isEmpty else {
-                throw CLIError.usage("give a task id or filters (--status, --kind, --since, --until, --name), not both")
+                throw CLIError.usage("give a task id or filters (--status, --kind, --since, --until, --name, --input), not both")
             }
             try await runOne(id)
         } else {
             guard !filters.isEmpty else {
                 throw CLIError.usage(
-                    "give a task id or filters (--status, --kind, --since, --until, --name) to choose the tasks to \(action.rawValue)")
+                    "give a task id or filters (--status, --kind, --since, --until, --name, --input) to choose the tasks to \(action.rawValue)")
             }
             try await runFiltered()
         }

@@ -20,8 +20,11 @@ struct TaskFilterOptions: ParsableArguments {
     @Option(name: .long, help: ArgumentHelp("Only tasks whose name contains this text (ASCII letters in any case).", valueName: "text"))
     var name: String?
 
+    @Option(name: .long, help: ArgumentHelp("Only jobs whose input (its JSON text) contains this text, exactly (case and all).", valueName: "text"))
+    var input: String?
+
     /// The filters as the operator library reads them.
-    var filter: TaskFilter { TaskFilter(status: status, kind: kind, since: since, until: until, name: name) }
+    var filter: TaskFilter { TaskFilter(status: status, kind: kind, since: since, until: until, name: name, input: input) }
 
     /// Whether any filter is given.
     var isEmpty: Bool { filter.isEmpty }
