@@ -94,6 +94,11 @@ extension PostgresTaskStore {
             parameters.append(name.asciiLowercased)
             conditions.append("strpos(lower(name), $\(parameters.count)) > 0")
         }
+        if let input = query.inputContains, !input.isEmpty {
+            // Bytes in bytes, as SQLite's instr on blobs (a NULL input matches nothing).
+            parameters.append(input)
+            conditions.append("position(convert_to($\(parameters.count), 'UTF8') in input) > 0")
+        }
         for filter in query.input {
             // The value as text (#>>): a string as itself, a number as its JSON text, true, false or null; an object
             // or an array never equals a filter's text. An input that is not JSON matches nothing.

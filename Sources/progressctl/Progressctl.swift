@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import ProgressionOperator
 
 /// `progressctl`: the operator's tool for a Progression database — read what runs and what failed, and change tasks
 /// whether or not the service that runs them is up.
@@ -17,7 +18,7 @@ struct Progressctl: AsyncParsableCommand {
             goes to the executor that holds the task as a control request when that executor is alive, and is \
             written directly (one transaction with a state check) when none is.
 
-            A change of many tasks takes filters instead of an id (--status, --kind, --since, --until, --name), \
+            A change of many tasks takes filters instead of an id (--status, --kind, --since, --until, --name, --input), \
             shows what it would do with --dry-run, asks before it acts on a terminal (--yes to skip the question) \
             and ends with one line counting what it changed.
 

@@ -4,6 +4,7 @@ import ProgressionTestSupport
 import Testing
 
 @testable import progressctl
+import ProgressionOperator
 
 /// The conventions of issue 14: `--version`, `NO_COLOR` and `--color`, JSON times with milliseconds and `null` for
 /// every absent field, tables aligned in terminal cells, and usage errors for bad values.

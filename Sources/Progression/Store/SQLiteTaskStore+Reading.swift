@@ -91,6 +91,11 @@ extension SQLiteTaskStore {
             conditions.append("instr(lower(name), ?) > 0")
             parameters.append(.text(name.asciiLowercased))
         }
+        if let input = query.inputContains, !input.isEmpty {
+            // Both arguments blobs: instr compares bytes (a NULL input matches nothing).
+            conditions.append("instr(input, ?) > 0")
+            parameters.append(.blob(Array(input.utf8)))
+        }
         for filter in query.input {
             // The value as text: a string as itself, a number as its JSON text, a boolean as true or false.
             let path = "$" + filter.path.map { ".\"\($0)\"" }.joined()

@@ -84,6 +84,9 @@ public struct TaskQuery: Sendable, Hashable {
     public var createdUntil: Date?
     /// Roots whose name contains this text (case-insensitive for ASCII letters).
     public var nameContains: String?
+    /// Roots whose input (the JSON bytes stored for a job) contains this text's UTF-8 bytes, exactly (case
+    /// included): `"file":"a.csv"` or just `a.csv`.
+    public var inputContains: String?
     /// Roots whose JSON input has these values (every filter must match).
     public var input: [InputFilter]
     /// The order; `reverse` turns it around (oldest, least recently changed, least advanced first).
@@ -98,7 +101,8 @@ public struct TaskQuery: Sendable, Hashable {
     /// A query; by default every root, newest first, 50 at a time.
     public init(
         statuses: Set<TaskStatus>? = nil, kind: String? = nil, createdSince: Date? = nil, createdUntil: Date? = nil,
-        nameContains: String? = nil, input: [InputFilter] = [], sort: Sort = .created, reverse: Bool = false,
+        nameContains: String? = nil, inputContains: String? = nil, input: [InputFilter] = [], sort: Sort = .created,
+        reverse: Bool = false,
         limit: Int = 50, offset: Int = 0
     ) {
         self.input = input
@@ -107,6 +111,7 @@ public struct TaskQuery: Sendable, Hashable {
         self.createdSince = createdSince
         self.createdUntil = createdUntil
         self.nameContains = nameContains
+        self.inputContains = inputContains
         self.sort = sort
         self.reverse = reverse
         self.limit = limit
@@ -122,6 +127,9 @@ public struct TaskQuery: Sendable, Hashable {
         if let createdUntil, record.createdAt.storedMilliseconds >= createdUntil.storedMilliseconds { return false }
         if let nameContains, !nameContains.isEmpty, !record.name.asciiLowercased.contains(nameContains.asciiLowercased) {
             return false
+        }
+        if let inputContains, !inputContains.isEmpty {
+            guard let input = record.input, input.range(of: Data(inputContains.utf8)) != nil else { return false }
         }
         if !input.isEmpty {
             guard let data = record.input else { return false }

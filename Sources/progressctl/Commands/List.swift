@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Progression
+import ProgressionOperator
 
 extension Progressctl {
     /// Lists root tasks, newest first, with the total that match.
@@ -17,6 +18,7 @@ extension Progressctl {
                   progressctl list --status failed --status cancelled --kind import
                   progressctl list --status running,paused --since 30m --limit 10
                   progressctl list --since 2026-01-31 --until 2026-02-01 --name nightly --json
+                  progressctl list --input '"file":"a.csv"'
                   progressctl list --sort progress --reverse
                   progressctl list --status failed --limit 0
                 """)

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Progression
+import ProgressionOperator
 
 extension Progressctl {
     /// Shows a task and the tree below it.
@@ -30,7 +31,7 @@ extension Progressctl {
             let store = try options.openStore(readOnly: true)
             let task = try await store.resolveTask(id)
             let nodes = try await store.checked { try await $0.tree(of: task.id) }
-            let depths = Self.depths(of: nodes)
+            let depths = TaskJSON.depths(of: nodes)
             if options.json {
                 try JSONOutput.print(nodes.map { TaskJSON($0, depth: depths[$0.id] ?? 0) })
                 return
@@ -80,15 +81,6 @@ extension Progressctl {
                     Terminal.output("\(indent)  … \(Format.count(lines.count - Self.maximumJSONLines)) more lines (--json shows all)")
                 }
             }
-        }
-
-        /// Depth of each node below the first (0).
-        static func depths(of nodes: [TaskRecord]) -> [String: Int] {
-            var depths: [String: Int] = [:]
-            for node in nodes {
-                depths[node.id] = node.parentID.flatMap { depths[$0] }.map { $0 + 1 } ?? 0
-            }
-            return depths
         }
     }
 }

@@ -2,11 +2,11 @@ import Foundation
 import Progression
 
 /// Parsing the values of options: statuses, durations, dates.
-enum InputParsing {
+package enum InputParsing {
     /// Statuses from repeated `--status` options, each possibly a comma list; `nil` when none is given.
     ///
     /// - Throws: ``CLIError`` naming the first value that is not a status.
-    static func statuses(_ values: [String]) throws -> Set<TaskStatus>? {
+    package static func statuses(_ values: [String]) throws -> Set<TaskStatus>? {
         let names = values.flatMap { $0.split(separator: ",") }.map { $0.trimmingCharacters(in: .whitespaces) }
             .filter { !$0.isEmpty }
         guard !names.isEmpty else { return values.isEmpty ? nil : [] }
@@ -23,13 +23,13 @@ enum InputParsing {
 
     /// The longest duration accepted, 100 years: longer ones reach back before any task was made, and far enough
     /// ones before any date a computer can count.
-    static let maximumDays = 36_500
+    package static let maximumDays = 36_500
 
     /// Seconds in a duration like `90s`, `30m`, `12h`, `7d`, `2w` (a plain number is seconds), at most
     /// ``maximumDays``.
     ///
     /// - Throws: ``CLIError`` (a usage error) for a value that is not such a duration, or is longer.
-    static func seconds(_ text: String, option: String) throws -> TimeInterval {
+    package static func seconds(_ text: String, option: String) throws -> TimeInterval {
         guard let seconds = try duration(text, option: option) else {
             throw CLIError.usage("invalid duration '\(text)' for \(option) (expected e.g. 30m, 12h, 7d)")
         }
@@ -58,7 +58,7 @@ enum InputParsing {
     }
 
     /// A point in time: `now - duration` for a duration (`12h`), else an ISO-8601 date or date-time.
-    static func since(_ text: String, option: String, now: Date = Date()) throws -> Date {
+    package static func since(_ text: String, option: String, now: Date = Date()) throws -> Date {
         if let seconds = try duration(text, option: option) { return now.addingTimeInterval(-seconds) }
         let full = ISO8601DateFormatter()
         if let date = full.date(from: text) { return date }
