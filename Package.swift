@@ -17,6 +17,7 @@ let package = Package(
         .executable(name: "progressctl", targets: ["progressctl"]),
         .executable(name: "progression-crash-test", targets: ["progression-crash-test"]),
         .executable(name: "progression-fault-test", targets: ["progression-fault-test"]),
+        .executable(name: "progression-fleet-test", targets: ["progression-fleet-test"]),
         .executable(name: "progression-bench", targets: ["progression-bench"]),
         .executable(name: "progression-demo", targets: ["progression-demo"]),
         // The same store on PostgreSQL, for executors on several hosts. Built only with the `PostgreSQL` trait.
@@ -143,6 +144,21 @@ let package = Package(
             path: "tools/fault-test",
             swiftSettings: swiftSettings
         ),
+        // The fleet's processes for tests and the benchmark: workers that run test kinds and fire schedules (on an
+        // accelerated clock when asked), and a producer that only enqueues through JobClient.
+        .executableTarget(
+            name: "progression-fleet-test",
+            dependencies: [
+                "Progression", "ProgressionTestSupport",
+                .target(name: "ProgressionPostgres", condition: .when(traits: ["PostgreSQL"])),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "tools/fleet-test",
+            swiftSettings: swiftSettings
+        ),
         // Measures the performance targets side by side in one run (release builds only); not part of `swift test`.
         .executableTarget(
             name: "progression-bench",
@@ -177,6 +193,7 @@ let package = Package(
             name: "ProgressionTests",
             dependencies: [
                 "Progression", "ProgressionSQLite", "ProgressionTestSupport", "progression-crash-test",
+                "progression-fleet-test",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
                 .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),

@@ -251,8 +251,12 @@ extension ExecutionEngine {
             let changed = storeChanged.exchange(false, ordering: .relaxed)
             guard due || interval || changed else { continue }
             lastPass = clock.now()
-            await claimOnce()
-            nextWake = try? await store.nextWaitingTime(after: now())
+            if await claimOnce().full {
+                // It filled every free slot: more may wait; look again as soon as a slot frees.
+                storeChanged.store(true, ordering: .relaxed)
+            } else {
+                nextWake = try? await store.nextWaitingTime(after: now())
+            }
         }
     }
 

@@ -12,50 +12,50 @@ import Synchronization
 /// commit. Paused roots are not claimed: a paused root that no live owner holds is changed in the store directly, and
 /// claimed like any other once it is resumed.
 extension ExecutionEngine {
-    /// One claim pass. Returns how many roots it claimed.
+    /// One claim pass: fills the slots that are free now, once. Returns how many roots it claimed, and whether it
+    /// claimed all it had room for (the store may hold more: the claim loop looks again when slots free up).
+    ///
+    /// One round only: with a backlog of quick jobs, slots free as fast as a pass fills them, and a pass that went on
+    /// while claims come back full would never end (`start()` would not return, and a graceful stop would wait for the
+    /// whole backlog).
     @discardableResult
-    func claimOnce() async -> Int {
-        var total = 0
+    func claimOnce() async -> (claimed: Int, full: Bool) {
         await loadUnloadedClaims()
         let kinds = registry.names
-        while true {
-            // The room is reserved until the claimed roots are queued: two passes at once (the first one of `start()`
-            // and the loop's) never claim the same slots.
-            let room = locked { state in
-                guard !state.isShutDown, state.schedulerEnabled else { return 0 }
-                let room = max(0, state.runQueue.unclaimedSlots - state.claimsInFlight)
-                state.claimsInFlight += room
-                return room
-            }
-            guard room > 0 else { break }
-            defer { locked { $0.claimsInFlight -= room } }
-            let dead: [String]
-            do {
-                dead = try await deadOwners()
-            } catch {
-                Self.noteStorageFailure(error, outage: storageOutage, logger: logger, what: "reading owners to recover")
-                break
-            }
-            let claimed: [ClaimedRoot]
-            do {
-                claimed = try await store.claimRoots(
-                    RootClaim(fromOwners: [nil] + dead, kinds: kinds, newOwner: ownerID, limit: room, now: now()))
-            } catch {
-                Self.noteStorageFailure(error, outage: storageOutage, logger: logger, what: "claiming tasks")
-                break
-            }
-            total += claimed.count
-            metrics.claimed.increment(by: Int64(claimed.count))
-            let recovered = claimed.compactMap(\.previousOwner)
-            if !recovered.isEmpty {
-                logger.info(
-                    "claimed tasks of stopped owners",
-                    metadata: ["count": "\(recovered.count)", "owners": "\(Set(recovered).sorted())"])
-            }
-            for root in claimed { await load(root) }
-            if claimed.count < room { break }
+        // The room is reserved until the claimed roots are queued: two passes at once (the first one of `start()` and
+        // the loop's) never claim the same slots.
+        let room = locked { state in
+            guard !state.isShutDown, state.schedulerEnabled else { return 0 }
+            let room = max(0, state.runQueue.unclaimedSlots - state.claimsInFlight)
+            state.claimsInFlight += room
+            return room
         }
-        return total
+        guard room > 0 else { return (0, false) }
+        defer { locked { $0.claimsInFlight -= room } }
+        let dead: [String]
+        do {
+            dead = try await deadOwners()
+        } catch {
+            Self.noteStorageFailure(error, outage: storageOutage, logger: logger, what: "reading owners to recover")
+            return (0, false)
+        }
+        let claimed: [ClaimedRoot]
+        do {
+            claimed = try await store.claimRoots(
+                RootClaim(fromOwners: [nil] + dead, kinds: kinds, newOwner: ownerID, limit: room, now: now()))
+        } catch {
+            Self.noteStorageFailure(error, outage: storageOutage, logger: logger, what: "claiming tasks")
+            return (0, false)
+        }
+        metrics.claimed.increment(by: Int64(claimed.count))
+        let recovered = claimed.compactMap(\.previousOwner)
+        if !recovered.isEmpty {
+            logger.info(
+                "claimed tasks of stopped owners",
+                metadata: ["count": "\(recovered.count)", "owners": "\(Set(recovered).sorted())"])
+        }
+        for root in claimed { await load(root) }
+        return (claimed.count, claimed.count == room)
     }
 
     /// The owners whose roots may be taken: dead ones (another host's stale heartbeat, a gone process of this host).

@@ -37,7 +37,8 @@ extension TaskExecutor {
         try await engine.declareSchedules()
         await engine.refreshPausedKinds()
         engine.locked { $0.schedulerEnabled = true }
-        await engine.claimOnce()
+        if await engine.claimOnce().full { engine.storeChanged.store(true, ordering: .relaxed) }
+        engine.claimSignal.signal()
     }
 
     // MARK: Shutting down
