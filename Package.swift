@@ -18,6 +18,7 @@ let package = Package(
         .executable(name: "progression-crash-test", targets: ["progression-crash-test"]),
         .executable(name: "progression-fault-test", targets: ["progression-fault-test"]),
         .executable(name: "progression-bench", targets: ["progression-bench"]),
+        .executable(name: "progression-console-bench", targets: ["progression-console-bench"]),
         .executable(name: "progression-demo", targets: ["progression-demo"]),
         // The same store on PostgreSQL, for executors on several hosts. Built only with the `PostgreSQL` trait.
         .library(name: "ProgressionPostgres", targets: ["ProgressionPostgres"]),
@@ -185,6 +186,20 @@ let package = Package(
                 .product(name: "CoreMetrics", package: "swift-metrics"),
             ],
             path: "Sources/progression-bench",
+            swiftSettings: swiftSettings
+        ),
+        // Measures the console (issue 24): its list and job pages on a large database, and live pages on a busy
+        // worker (release builds; a debug build with --quick only checks that it runs). Without the `Console` trait
+        // it only says so.
+        .executableTarget(
+            name: "progression-console-bench",
+            dependencies: [
+                "Progression", "ProgressionSQLite", "ProgressionOperator",
+                .target(name: "ProgressionConsole", condition: .when(traits: ["Console"])),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "tools/console-bench",
             swiftSettings: swiftSettings
         ),
         // The example batch service: checksums a directory tree as a resumable job, with a live progress tree.

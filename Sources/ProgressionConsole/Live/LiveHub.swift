@@ -1,6 +1,7 @@
 #if Console
 import Foundation
 import Logging
+import NIOCore
 import ProgressionOperator
 import ServiceLifecycle
 import Synchronization
@@ -12,11 +13,18 @@ import Synchronization
 /// `data_version` on the console's own connection, which moves when another connection commits; PostgreSQL's
 /// `LISTEN/NOTIFY` counter, with its poll as a fallback). When it moved, each view with subscribers is read again
 /// once its interval has passed since it was last sent (so a page gets at most four updates a second at the default
-/// 250 ms), and sent to its subscribers only when what it shows changed.
+/// 250 ms) — and at least twenty times the time its last reading took —, and sent to its subscribers only when what
+/// it shows changed.
 package final class LiveHub: Sendable {
-    /// A view's next payload for one subscriber: an update (a Server-Sent Event) or a keep-alive comment.
+    /// What a page's stream carries: an update (a Server-Sent Event), or a keep-alive comment. Its bytes are made once
+    /// for every page of the view.
+    package struct Message: Sendable {
+        package var bytes: ByteBuffer
+        package var isUpdate: Bool
+    }
+
     private struct View {
-        var subscribers: [Int: AsyncStream<String>.Continuation] = [:]
+        var subscribers: [Int: AsyncStream<Message>.Continuation] = [:]
         var last: String?
         var dirty = true
         var nextAllowed: ContinuousClock.Instant
@@ -48,6 +56,10 @@ package final class LiveHub: Sendable {
         self.logger = logger
     }
 
+    /// A view is read again at the soonest this many times its last reading's time after it: reading views takes at
+    /// most about 5 % of a core however slow they are.
+    package static let costFactor = 20
+
     /// Whether the poller runs (the console's service was started).
     package var isRunning: Bool { state.withLock { $0.running } }
 
@@ -64,8 +76,8 @@ package final class LiveHub: Sendable {
     /// - Returns: `nil` when the poller does not run.
     package func subscribe(
         key: String, interval: Duration, compute: @escaping @Sendable () async throws -> String
-    ) -> AsyncStream<String>? {
-        let (stream, continuation) = AsyncStream<String>.makeStream(bufferingPolicy: .bufferingNewest(4))
+    ) -> AsyncStream<Message>? {
+        let (stream, continuation) = AsyncStream<Message>.makeStream(bufferingPolicy: .bufferingNewest(4))
         let id: Int? = state.withLock { state in
             guard state.running else { return nil }
             let id = state.nextID
@@ -95,9 +107,11 @@ package final class LiveHub: Sendable {
     }
 
     /// A Server-Sent Event named `update` carrying `payload` (one line of JSON).
-    static func event(_ payload: String) -> String {
-        "event: update\ndata: \(payload)\n\n"
+    static func event(_ payload: String) -> Message {
+        Message(bytes: ByteBuffer(string: "event: update\ndata: \(payload)\n\n"), isUpdate: true)
     }
+
+    static let keepAlive = Message(bytes: ByteBuffer(string: ": keep-alive\n\n"), isUpdate: false)
 
     /// Polls until cancelled or until a graceful shutdown; then ends every page's stream.
     package func run() async {
@@ -129,7 +143,7 @@ package final class LiveHub: Sendable {
                 await self.sendDue()
                 if ContinuousClock.now - lastKeepAlive >= self.keepAliveInterval {
                     lastKeepAlive = .now
-                    self.broadcast(": keep-alive\n\n")
+                    self.broadcast(Self.keepAlive)
                 }
                 do { try await Task.sleep(for: self.pollInterval) } catch { break }
             }
@@ -145,6 +159,7 @@ package final class LiveHub: Sendable {
         }
         for view in due {
             let payload: String
+            let started = ContinuousClock.now
             do {
                 payload = try await view.compute()
             } catch {
@@ -158,7 +173,10 @@ package final class LiveHub: Sendable {
                 state.computations += 1
                 guard var current = state.views[view.key] else { return }
                 current.dirty = false
-                current.nextAllowed = now + current.interval
+                // A view that takes long to read is read less often: at most a twentieth of the time (a list
+                // filtered by name on a million roots reads every one of them).
+                let cost = ContinuousClock.now - started
+                current.nextAllowed = now + max(current.interval, cost * Self.costFactor)
                 if payload != current.last {
                     current.last = payload
                     let event = Self.event(payload)
@@ -169,10 +187,10 @@ package final class LiveHub: Sendable {
         }
     }
 
-    private func broadcast(_ text: String) {
+    private func broadcast(_ message: Message) {
         state.withLock { state in
             for view in state.views.values {
-                for continuation in view.subscribers.values { continuation.yield(text) }
+                for continuation in view.subscribers.values { continuation.yield(message) }
             }
         }
     }
