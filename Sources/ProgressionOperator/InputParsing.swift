@@ -73,4 +73,36 @@ package enum InputParsing {
         throw CLIError.usage(
             "invalid value '\(text)' for \(option) (expected a duration like 30m, 12h, 7d, or an ISO-8601 date)")
     }
+
+    /// A point in time to come: an ISO-8601 date-time (`2026-11-26T03:00:00Z`, with an offset or fractional seconds),
+    /// or a local one (`2026-11-26 03:00`, `2026-11-26T03:00:00`).
+    ///
+    /// - Throws: ``CLIError`` (a usage error) for anything else, or a time past the year 9999.
+    static func at(_ text: String, option: String) throws -> Date {
+        let full = ISO8601DateFormatter()
+        var date = full.date(from: text)
+        if date == nil {
+            full.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+            date = full.date(from: text)
+        }
+        if date == nil {
+            let local = DateFormatter()
+            local.locale = Locale(identifier: "en_US_POSIX")
+            for format in ["yyyy-MM-dd HH:mm", "yyyy-MM-dd HH:mm:ss", "yyyy-MM-dd'T'HH:mm", "yyyy-MM-dd'T'HH:mm:ss"] {
+                local.dateFormat = format
+                if let parsed = local.date(from: text) {
+                    date = parsed
+                    break
+                }
+            }
+        }
+        guard let date else {
+            throw CLIError.usage(
+                "invalid time '\(text)' for \(option) (expected e.g. 2026-11-26T03:00:00Z or 2026-11-26 03:00 local time)")
+        }
+        guard date <= JobOptions.latestRunAt else {
+            throw CLIError.usage("the time '\(text)' for \(option) is past the year 9999")
+        }
+        return date
+    }
 }

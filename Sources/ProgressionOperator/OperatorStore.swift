@@ -7,7 +7,7 @@ import ProgressionPostgres
 /// The store progressctl and the console work on: a SQLite file or, with the `PostgreSQL` trait, a PostgreSQL schema named by a
 /// `postgres://` URL. Commands see one concrete type whatever the database is; what only one kind of database has
 /// (SQLite's integrity check, its file) is asked through the capabilities below.
-package final class OperatorStore: TaskStoreBackend {
+package final class OperatorStore: TaskStoreBackend, FleetStoreForwarding {
     /// The database as the user named it: a file's path, or a URL.
     package let location: String
     private let base: any TaskStoreBackend
@@ -114,8 +114,14 @@ package final class OperatorStore: TaskStoreBackend {
     }
     package func changeCounter() async throws -> Int64 { try await base.changeCounter() }
     package func maintain(_ work: StoreMaintenance) async throws { try await base.maintain(work) }
-    package func saveKinds(_ kinds: [String: TaskOptions], at date: Date) async throws { try await base.saveKinds(kinds, at: date) }
-    package func registeredKinds() async throws -> [String: TaskOptions] { try await base.registeredKinds() }
+    package func failedSteps(ofRoots ids: [String]) async throws -> [String: Int] {
+        try await base.failedSteps(ofRoots: ids)
+    }
+    package func forwardFleet<T: Sendable>(
+        writes: Bool, _ body: @Sendable (any FleetStore) async throws -> T
+    ) async throws -> T {
+        try await body(base)
+    }
 }
 
 /// `--db` and `$PROGRESSION_DB` as a PostgreSQL URL.

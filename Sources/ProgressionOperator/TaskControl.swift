@@ -52,13 +52,7 @@ package struct TaskControl {
 
     /// The lifecycle transition of a control action.
     package static func transition(_ action: ControlRequest.Action) -> TaskLifecycle.Transition {
-        switch action {
-        case .pause: .pause
-        case .resume: .resume(codeRunning: false)
-        case .cancel: .cancel
-        case .retry: .retry
-        case .remove: .remove
-        }
+        ControlRequest.transition(of: action)
     }
 
     /// The transition that decides whether `action` is allowed for a task in `status`: a forced removal of an
@@ -284,6 +278,7 @@ extension ControlRequest.Action {
         case .cancel: "cancelled"
         case .retry: "retried"
         case .remove: "removed"
+        case .runNow: "run now"
         }
     }
 }

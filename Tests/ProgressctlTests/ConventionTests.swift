@@ -110,7 +110,7 @@ import ProgressionOperator
         let cancelled = try #require(try jsonObjects(try await fixture.run(["cancel", "c-1", "--json"]).stdout).first)
         #expect(cancelled.isNull("ownerID"))
         let submitted = try #require(
-            try jsonObjects(try await fixture.run(["submit", "import", "--input", "{}", "--json"]).stdout).first)
+            try jsonObjects(try await fixture.run(["submit", "--allow-unregistered", "import", "--input", "{}", "--json"]).stdout).first)
         #expect(submitted.isNull("line"))
     }
 

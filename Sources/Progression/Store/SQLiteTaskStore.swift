@@ -56,7 +56,7 @@ public actor SQLiteTaskStore: TaskStoreBackend {
     /// read's time; console-bench's job page).
     var decodedOptions: [String: TaskOptions] = [:]
     /// Narrow UPDATE statements by the columns they write (and whether they check the owner).
-    var updateStatements: [UInt32: SQLiteStatement] = [:]
+    var updateStatements: [UInt64: SQLiteStatement] = [:]
     /// Checkpoints the log off the commit path (`nil` when read-only).
     let checkpointer: WALCheckpointer?
 
