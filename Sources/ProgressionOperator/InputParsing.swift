@@ -78,7 +78,7 @@ package enum InputParsing {
     /// or a local one (`2026-11-26 03:00`, `2026-11-26T03:00:00`).
     ///
     /// - Throws: ``CLIError`` (a usage error) for anything else, or a time past the year 9999.
-    static func at(_ text: String, option: String) throws -> Date {
+    package static func at(_ text: String, option: String) throws -> Date {
         let full = ISO8601DateFormatter()
         var date = full.date(from: text)
         if date == nil {
