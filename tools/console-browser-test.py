@@ -101,7 +101,11 @@ def main():
         wait_for("the demo service to start", lambda: os.path.exists(database) and cli("doctor").returncode == 0 and "alive" in cli("doctor").stdout)
         job_input = json.dumps({"directory": data, "fileDelayMilliseconds": 250, "parallelFiles": 1})
         job = cli("submit", "checksum", "--input", job_input, "--pausable", "--retryable").stdout.strip()
-        script_job = cli("submit", SCRIPT_NAME, "--input", json.dumps({"note": "</script><img src=x onerror=alert(2)>"})).stdout.strip()
+        # A job no worker runs (it stays pending), named with a script.
+        submitted = cli("submit", "unrun", "--allow-unregistered", "--name", SCRIPT_NAME,
+                        "--input", json.dumps({"note": "</script><img src=x onerror=alert(2)>"}))
+        script_job = submitted.stdout.strip()
+        checks.check(submitted.returncode == 0 and script_job, "a job named with <script> was submitted", submitted.stderr.strip())
         wait_for("the job to run", lambda: json.loads(cli("show", job, "--json").stdout)[0]["status"] == "running")
 
         console = start([progressctl, "console", "--db", database, "--port", "0"], "console")

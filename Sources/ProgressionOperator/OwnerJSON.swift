@@ -19,6 +19,8 @@ package struct OwnerJSON: Encodable, Sendable, Equatable {
     package var paused: Int
     /// The kinds of the roots it runs or holds paused, in order.
     package var kinds: [String]
+    /// The kinds it registered (it runs jobs of those only); `null` when not recorded (an older worker).
+    @Null package var registered: [String]?
 }
 
 extension OperatorStore {
@@ -49,7 +51,8 @@ extension OperatorStore {
                 heartbeatAt: owner.heartbeatAt,
                 heartbeatAgeSeconds: max(0, (now.timeIntervalSince(owner.heartbeatAt) * 10).rounded() / 10),
                 stoppedAt: owner.stoppedAt, liveness: liveness.description, alive: liveness.isAlive,
-                running: running[owner.id] ?? 0, paused: paused[owner.id] ?? 0, kinds: (kinds[owner.id] ?? []).sorted())
+                running: running[owner.id] ?? 0, paused: paused[owner.id] ?? 0, kinds: (kinds[owner.id] ?? []).sorted(),
+                registered: owner.kinds?.sorted())
         }.sorted { ($0.alive ? 0 : 1, $0.startedAt, $0.id) < ($1.alive ? 0 : 1, $1.startedAt, $1.id) }
     }
 

@@ -35,9 +35,13 @@ enum ConsoleScript {
 
   function cell(className, text) { return el("td", className, text === null || text === undefined ? "-" : text); }
 
-  function statusCell(status) {
-    var td = el("td");
-    td.appendChild(el("span", "status " + status, status));
+  function statusCell(row) {
+    var td = el("td", "state");
+    td.appendChild(el("span", "status " + row.status, row.label || row.status));
+    if (row.failedSteps > 0) {
+      td.appendChild(document.createTextNode(" "));
+      td.appendChild(el("span", "failed-steps", row.failedSteps.toLocaleString("en-US") + " failed step" + (row.failedSteps === 1 ? "" : "s")));
+    }
     return td;
   }
 
@@ -72,7 +76,7 @@ enum ConsoleScript {
       tr.appendChild(id);
       tr.appendChild(name);
       tr.appendChild(cell(null, row.kind));
-      tr.appendChild(statusCell(row.status));
+      tr.appendChild(statusCell(row));
       tr.appendChild(barCell(row));
       tr.appendChild(cell("rate", row.rate));
       tr.appendChild(cell("left", row.left));
@@ -105,7 +109,7 @@ enum ConsoleScript {
       var name = el("td", "name " + depth);
       name.appendChild(link(base, row.id, row.name));
       tr.appendChild(name);
-      tr.appendChild(statusCell(row.status));
+      tr.appendChild(statusCell(row));
       tr.appendChild(barCell(row));
       tr.appendChild(cell("rate", row.rate));
       tr.appendChild(cell("left", row.left));

@@ -35,6 +35,7 @@ progress:indeterminate { opacity: .35; }
 .status.running { background: var(--running); } .status.paused { background: var(--paused); }
 .status.completed { background: var(--completed); } .status.failed { background: var(--failed); }
 .status.cancelled { background: var(--cancelled); }
+.failed-steps { font-size: 12px; color: var(--failed); white-space: nowrap; }
 .counts { display: flex; flex-wrap: wrap; gap: .6rem; margin-bottom: 1rem; }
 .count { display: flex; flex-direction: column; min-width: 7rem; padding: .5rem .8rem; background: var(--panel);
   border: 1px solid var(--line); border-left: 4px solid var(--pending); border-radius: 3px; text-decoration: none; color: var(--fg); }

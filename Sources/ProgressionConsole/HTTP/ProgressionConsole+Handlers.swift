@@ -19,7 +19,11 @@ extension ProgressionConsole {
                 try Self.compact(try await reader.overviewLive())
             }
         case .html:
-            return Self.html(OverviewPage.render(try await reader.overview(), context: exchange.context))
+            let overview = try await reader.overview()
+            let running = try await reader.rows(try await store.checked {
+                try await $0.roots(TaskQuery(statuses: [.running], sort: .created, reverse: true, limit: ConsoleReader.overviewRunning))
+            })
+            return Self.html(OverviewPage.render(overview, running: running, context: exchange.context))
         }
     }
 
@@ -38,7 +42,10 @@ extension ProgressionConsole {
         case .html:
             let (page, total) = try await reader.list(request)
             let kinds = (try? await store.registeredKinds().keys.sorted()) ?? []
-            return Self.html(TaskListPage.render(request, page: page, total: total, kinds: kinds, context: exchange.context))
+            return Self.html(
+                TaskListPage.render(
+                    request, page: page, rows: try await reader.rows(page.roots), total: total, kinds: kinds,
+                    context: exchange.context))
         }
     }
 

@@ -12,10 +12,37 @@ package struct OverviewJSON: Encodable, Sendable {
     package var throughput: [OutcomesPerMinute.Minute]?
     /// The executors, live ones first.
     package var owners: [OwnerJSON]
-    /// The job kinds executors registered.
-    package var kinds: [String]
+    /// The job kinds executors registered (or that are paused), with their limits.
+    package var kinds: [KindJSON]
+    /// The schedules workers declared.
+    package var schedules: [ScheduleJSON]
     /// Running roots, oldest first (at most ``ConsoleReader/overviewRunning``).
     package var running: [TaskJSON]
+}
+
+/// A job kind on the overview.
+package struct KindJSON: Encodable, Sendable, Equatable {
+    package var name: String
+    /// How many recorded workers registered it.
+    package var workers: Int
+    /// At most this many of its jobs run at once across the fleet; `null`: no limit of its own.
+    @Null package var maxConcurrent: Int?
+    package var paused: Bool
+    @Null package var pausedAt: Date?
+}
+
+/// A schedule on the overview (the fields of `progressctl schedules --json`).
+package struct ScheduleJSON: Encodable, Sendable, Equatable {
+    package var name: String
+    package var kind: String
+    package var cron: String
+    package var timeZone: String
+    package var missedTicks: String
+    package var paused: Bool
+    package var nextFireAt: Date
+    @Null package var lastFireAt: Date?
+    @Null package var lastJobID: String?
+    @Null package var declaredBy: String?
 }
 
 /// `GET /tasks` as JSON: a page of roots, as `progressctl list --json` shows each.
@@ -49,6 +76,10 @@ package struct LiveRowJSON: Encodable, Sendable, Equatable {
     package var name: String
     @Null package var kind: String?
     package var status: String
+    /// The status as people read it: `scheduled`, `retrying` or `sleeping` for a job that waits for a time.
+    package var label: String
+    /// Failed subtasks of a root (a job that completed with failed steps).
+    package var failedSteps: Int
     @Null package var progress: Double?
     package var percent: String
     package var rate: String
@@ -63,13 +94,15 @@ package struct LiveRowJSON: Encodable, Sendable, Equatable {
 
     /// A row of these values.
     package init(
-        id: String, name: String, kind: String?, status: String, progress: Double?, rate: Double?, left: Double?,
-        step: String?, attempt: Int, updated: Date, depth: Int
+        id: String, name: String, kind: String?, status: String, label: String? = nil, failedSteps: Int = 0,
+        progress: Double?, rate: Double?, left: Double?, step: String?, attempt: Int, updated: Date, depth: Int
     ) {
         self.id = id
         self.name = name
         self.kind = kind
         self.status = status
+        self.label = label ?? status
+        self.failedSteps = failedSteps
         self.progress = progress
         percent = status == TaskStatus.completed.rawValue ? "100%" : Format.percent(progress)
         self.rate = Format.rate(rate)
@@ -82,19 +115,20 @@ package struct LiveRowJSON: Encodable, Sendable, Equatable {
     }
 
     /// The row of `task`, `depth` levels below the task of the page.
-    package init(_ task: TaskRecord, depth: Int = 0) {
+    package init(_ task: TaskRecord, depth: Int = 0, failedSteps: Int = 0) {
         let rates = ProgressRates()
         self.init(
-            id: task.id, name: task.name, kind: task.kind, status: task.status.rawValue, progress: task.progress,
+            id: task.id, name: task.name, kind: task.kind, status: task.status.rawValue, label: task.displayStatus,
+            failedSteps: failedSteps, progress: task.progress,
             rate: rates.rate(of: task), left: rates.timeLeft(of: task), step: task.step, attempt: task.attempt,
             updated: task.updatedAt, depth: depth)
     }
 
     /// The row of a task as `--json` showed it.
-    package init(record task: TaskJSON) {
+    package init(record task: TaskJSON, failedSteps: Int = 0) {
         self.init(
-            id: task.id, name: task.name, kind: task.kind, status: task.status, progress: task.progress,
-            rate: task.rate, left: task.secondsRemaining, step: task.step, attempt: task.attempt,
+            id: task.id, name: task.name, kind: task.kind, status: task.status, failedSteps: failedSteps,
+            progress: task.progress, rate: task.rate, left: task.secondsRemaining, step: task.step, attempt: task.attempt,
             updated: task.updatedAt, depth: task.depth ?? 0)
     }
 

@@ -28,22 +28,53 @@ package struct ConsoleReader: Sendable {
     package func overview(now: Date = Date()) async throws -> OverviewJSON {
         let statistics = try await store.checked { try await $0.statistics() }
         let owners = try await store.ownerReports(now: now)
-        let kinds = try await store.checked { try await $0.registeredKinds() }.keys.sorted()
         let running = try await store.checked {
             try await $0.roots(TaskQuery(statuses: [.running], sort: .created, reverse: true, limit: Self.overviewRunning))
         }
         return OverviewJSON(
             stats: StatsJSON(statistics), throughput: try await throughput.chart(of: store, now: now), owners: owners,
-            kinds: kinds, running: running.map { TaskJSON($0) })
+            kinds: try await kinds(owners: owners), schedules: try await schedules(),
+            running: running.map { TaskJSON($0) })
+    }
+
+    /// The kinds workers registered or that are paused, by name.
+    package func kinds(owners: [OwnerJSON]) async throws -> [KindJSON] {
+        let registered = try await store.checked { try await $0.registeredKinds() }
+        let paused = try await store.checked { try await $0.pausedKinds() }
+        let names = Set(registered.keys).union(paused.keys)
+        return names.sorted().map { name in
+            KindJSON(
+                name: name, workers: owners.filter { $0.registered?.contains(name) == true }.count,
+                maxConcurrent: registered[name]?.maxConcurrent, paused: paused[name] != nil, pausedAt: paused[name])
+        }
+    }
+
+    /// The schedules workers declared, by name.
+    package func schedules() async throws -> [ScheduleJSON] {
+        try await store.checked { try await $0.schedules() }.sorted { $0.name < $1.name }.map { schedule in
+            ScheduleJSON(
+                name: schedule.name, kind: schedule.kind, cron: schedule.cron, timeZone: schedule.timeZone,
+                missedTicks: schedule.missed.description, paused: schedule.paused, nextFireAt: schedule.nextFireAt,
+                lastFireAt: schedule.lastFireAt, lastJobID: schedule.lastJobID, declaredBy: schedule.declaredBy)
+        }
+    }
+
+    /// How many failed subtasks each of `roots` has (those without any left out).
+    package func failedSteps(_ roots: [TaskRecord]) async throws -> [String: Int] {
+        let ids = roots.filter(\.isRoot).map(\.id)
+        guard !ids.isEmpty else { return [:] }
+        return try await store.checked { try await $0.failedSteps(ofRoots: ids) }
     }
 
     package func overviewLive(now: Date = Date()) async throws -> OverviewLiveJSON {
-        let overview = try await overview(now: now)
+        let statistics = try await store.checked { try await $0.statistics() }
+        let running = try await store.checked {
+            try await $0.roots(TaskQuery(statuses: [.running], sort: .created, reverse: true, limit: Self.overviewRunning))
+        }
+        let stats = StatsJSON(statistics)
         return OverviewLiveJSON(
-            byStatus: overview.stats.byStatus, total: overview.stats.total, throughput: overview.throughput,
-            running: try await store.checked {
-                try await $0.roots(TaskQuery(statuses: [.running], sort: .created, reverse: true, limit: Self.overviewRunning))
-            }.map { LiveRowJSON($0) })
+            byStatus: stats.byStatus, total: stats.total, throughput: try await throughput.chart(of: store, now: now),
+            running: try await rows(running))
     }
 
     // MARK: List
@@ -65,7 +96,13 @@ package struct ConsoleReader: Sendable {
 
     package func listLive(_ request: ListRequest) async throws -> ListLiveJSON {
         let (page, total) = try await list(request)
-        return ListLiveJSON(rows: page.roots.map { LiveRowJSON($0) }, footer: Self.footer(shown: page.roots.count, total: total))
+        return ListLiveJSON(rows: try await rows(page.roots), footer: Self.footer(shown: page.roots.count, total: total))
+    }
+
+    /// The rows of `roots`, with their failed steps.
+    package func rows(_ roots: [TaskRecord]) async throws -> [LiveRowJSON] {
+        let failed = try await failedSteps(roots)
+        return roots.map { LiveRowJSON($0, failedSteps: failed[$0.id] ?? 0) }
     }
 
     /// `50 of 5,004 tasks`, `50 of 10,000+ tasks`.
@@ -99,6 +136,8 @@ package struct ConsoleReader: Sendable {
         package var errors: [TaskEvent]
         package var owner: OwnerJSON?
         package var root: TaskRecord
+        /// Failed subtasks of the task, when it is a root.
+        package var failedSteps: Int
     }
 
     package func job(_ task: TaskRecord, now: Date = Date()) async throws -> Job {
@@ -119,7 +158,7 @@ package struct ConsoleReader: Sendable {
         return Job(
             task: tree[0], tree: tree, depths: TaskJSON.depths(of: tree),
             history: Array(history.suffix(Self.historyLimit)), historyIsCut: history.count > Self.historyLimit,
-            errors: errors, owner: owner, root: root)
+            errors: errors, owner: owner, root: root, failedSteps: try await failedSteps([tree[0]])[tree[0].id] ?? 0)
     }
 
     package func jobJSON(_ job: Job, actions: [ControlRequest.Action]) -> JobJSON {
@@ -133,11 +172,13 @@ package struct ConsoleReader: Sendable {
     /// The rows of the job page's tree: as `progressctl watch` shows a tree (the task, its running, paused and failed
     /// descendants, a line counting the other children of each parent), or, with `expanded`, every node (at most
     /// ``expandLimit``).
-    package static func treeRows(_ tree: [TaskRecord], expanded: Bool) -> [LiveRowJSON] {
+    package static func treeRows(_ tree: [TaskRecord], expanded: Bool, failedSteps: Int = 0) -> [LiveRowJSON] {
         guard !tree.isEmpty else { return [] }
         if expanded {
             let depths = TaskJSON.depths(of: tree)
-            return tree.prefix(expandLimit).map { LiveRowJSON($0, depth: depths[$0.id] ?? 0) }
+            return tree.prefix(expandLimit).map {
+                LiveRowJSON($0, depth: depths[$0.id] ?? 0, failedSteps: $0.id == tree[0].id ? failedSteps : 0)
+            }
         }
         let rates = ProgressRates()
         let root = tree[0]
@@ -148,7 +189,7 @@ package struct ConsoleReader: Sendable {
             switch row.content {
             case .root(let task, _, _):
                 parents[index] = task.id
-                return LiveRowJSON(task, depth: 0)
+                return LiveRowJSON(task, depth: 0, failedSteps: failedSteps)
             case .task(let task, let depth):
                 parents[index] = task.id
                 return LiveRowJSON(task, depth: depth)
@@ -164,15 +205,19 @@ package struct ConsoleReader: Sendable {
     package func jobLive(_ id: String, expanded: Bool) async throws -> JobLiveJSON {
         let tree = try await store.checked { try await $0.tree(of: id) }
         guard let top = tree.first else { return JobLiveJSON(status: "removed", rows: []) }
-        return JobLiveJSON(status: top.status.rawValue, rows: Self.treeRows(tree, expanded: expanded))
+        let failed = try await failedSteps([top])[top.id] ?? 0
+        return JobLiveJSON(status: top.displayStatus, rows: Self.treeRows(tree, expanded: expanded, failedSteps: failed))
     }
 
     /// The actions the console offers for `task` now: those the lifecycle allows it (as its live owner, or, without
-    /// one, progressctl would apply them), `remove` only once finished (a forced removal is offered with `cancel`).
+    /// one, progressctl would apply them), `remove` only once finished (a forced removal is offered with `cancel`),
+    /// `run-now` only to a job that waits for a time.
     package func actions(for task: TaskRecord, root: TaskRecord, owner: OwnerJSON?) -> [ControlRequest.Action] {
         let withOwner = owner?.alive == true
         return ControlRequest.Action.allCases.filter { action in
             if action == .remove && !task.status.isFinished { return false }
+            // Run now ends a wait for a time: offered to a job that waits for one (scheduled, retrying, sleeping).
+            if action == .runNow && task.waitReason == nil { return false }
             if !withOwner && !task.isRoot { return false }
             return (try? TaskControl.check(action, task, withOwner: withOwner)) != nil
         }

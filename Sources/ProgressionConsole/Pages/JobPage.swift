@@ -11,12 +11,12 @@ package enum JobPage {
         _ job: ConsoleReader.Job, actions: [ControlRequest.Action], expanded: Bool, context: PageContext
     ) -> HTML {
         let task = job.task
-        let rows = ConsoleReader.treeRows(job.tree, expanded: expanded)
+        let rows = ConsoleReader.treeRows(job.tree, expanded: expanded, failedSteps: job.failedSteps)
         let liveQuery = expanded ? "expand=all" : ""
         let names = Dictionary(job.tree.map { ($0.id, $0.name) }, uniquingKeysWith: { first, _ in first })
-        let headRow = LiveRowJSON(task)
+        let headRow = LiveRowJSON(task, failedSteps: job.failedSteps)
         var facts: [(String, HTML)] = [
-            ("Status", Layout.status(task.status.rawValue)),
+            ("Status", Layout.status(headRow)),
             ("Progress", "<span id=\"job-progress\">\(Layout.bar(headRow))</span>"),
             ("Rate", "<span id=\"job-rate\">\(headRow.rate)</span> · left <span id=\"job-left\">\(headRow.left)</span>"),
             ("Step", "\(task.step ?? "-")"),
@@ -31,7 +31,16 @@ package enum JobPage {
             ("Updated", "\(Format.time(task.updatedAt))"),
             ("Finished", "\(Format.time(task.finishedAt))"),
         ]
-        if let next = task.nextAttemptAt { facts.append(("Next attempt", "\(Format.time(next))")) }
+        if let next = task.nextAttemptAt {
+            let label =
+                switch task.waitReason {
+                case .runAt: "Runs at"
+                case .retry: "Retries at"
+                case .sleep: "Wakes at"
+                case nil: "Next attempt"
+                }
+            facts.append((label, "\(Format.time(next))"))
+        }
         if !task.isRoot { facts.insert(("Part of", "<a href=\"\(context.taskLink(job.root.id))\">\(job.root.name)</a>"), at: 0) }
         let factRows = facts.map { label, value -> HTML in "<tr><th>\(label)</th><td>\(value)</td></tr>" }
         var error: HTML = .empty
@@ -63,7 +72,7 @@ package enum JobPage {
             """
         return Layout.page(
             task.name, context: context, live: context.taskLink(task.id, query: liveQuery), view: "job",
-            data: [("status", task.status.rawValue), ("task", task.id)], content: content)
+            data: [("status", task.displayStatus), ("task", task.id)], content: content)
     }
 
     static func owner(_ job: ConsoleReader.Job, context: PageContext) -> HTML {
@@ -77,13 +86,14 @@ package enum JobPage {
         guard !actions.isEmpty else { return .empty }
         guard context.canChange else {
             if context.access == .readOnly { return .empty }
-            return "<p class=\"actions\"><a href=\"\(context.link("/login"))\">Sign in</a> to \(actions.map(\.rawValue).joined(separator: ", ")) it.</p>"
+            let names = actions.map { Layout.label($0).lowercased() }.joined(separator: ", ")
+            return "<p class=\"actions\"><a href=\"\(context.link("/login"))\">Sign in</a> to \(names) it.</p>"
         }
         let buttons = actions.map { action -> HTML in
             let confirm: HTML =
                 action == .cancel || action == .remove
                 ? " data-confirm=\"\(action.rawValue.capitalized) '\(task.name)'?\"" : .empty
-            return "<button type=\"submit\" name=\"action\" value=\"\(action.rawValue)\" id=\"action-\(action.rawValue)\"\(confirm)>\(action.rawValue.capitalized)</button>"
+            return "<button type=\"submit\" name=\"action\" value=\"\(action.rawValue)\" id=\"action-\(action.rawValue)\"\(confirm)>\(Layout.label(action))</button>"
         }
         return """
             <form class="actions" method="post" action="\(context.taskLink(task.id))">\(Layout.csrfField(context))\(buttons)</form>
@@ -98,7 +108,7 @@ package enum JobPage {
             }
             return """
                 <tr data-id="\(row.id)"><td class="name depth-\(min(row.depth, 12))"><a href="\(context.taskLink(row.id))">\
-                \(row.name)</a></td><td>\(Layout.status(row.status))</td><td class="bar">\(Layout.bar(row))</td>\
+                \(row.name)</a></td><td class="state">\(Layout.status(row))</td><td class="bar">\(Layout.bar(row))</td>\
                 <td class="rate">\(row.rate)</td><td class="left">\(row.left)</td><td class="step">\(row.step ?? "-")</td>\
                 <td class="number">\(row.attempt)</td></tr>
                 """

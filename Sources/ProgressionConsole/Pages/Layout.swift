@@ -1,5 +1,6 @@
 #if Console
 import Foundation
+import Progression
 import ProgressionOperator
 
 /// The frame of every page: head (the stylesheet and script of ``ConsoleAssets``, no inline script or style), the
@@ -82,9 +83,23 @@ package enum Layout {
         return "\(bar)<span class=\"percent\">\(row.percent)</span>"
     }
 
-    /// A status as a coloured label.
-    package static func status(_ status: String) -> HTML {
-        "<span class=\"status \(status)\">\(status)</span>"
+    /// A status as a coloured label (`label`: how people read it, `scheduled` for a pending job that waits for a time).
+    package static func status(_ status: String, label: String? = nil) -> HTML {
+        "<span class=\"status \(status)\">\(label ?? status)</span>"
+    }
+
+    /// A row's status, and its failed steps when it has any.
+    package static func status(_ row: LiveRowJSON) -> HTML {
+        let failed: HTML =
+            row.failedSteps > 0
+            ? " <span class=\"failed-steps\">\(Format.count(row.failedSteps)) failed step\(row.failedSteps == 1 ? "" : "s")</span>"
+            : .empty
+        return "\(status(row.status, label: row.label))\(failed)"
+    }
+
+    /// An action as a button says it: `Pause`, `Run now`.
+    package static func label(_ action: ControlRequest.Action) -> String {
+        action == .runNow ? "Run now" : action.rawValue.capitalized
     }
 
     /// A JSON value for people: indented, at most `limit` characters (then cut, saying so).

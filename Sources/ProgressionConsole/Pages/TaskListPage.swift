@@ -7,9 +7,8 @@ import ProgressionOperator
 /// of every root the filters choose.
 package enum TaskListPage {
     package static func render(
-        _ request: ListRequest, page: RootPage, total: Int, kinds: [String], context: PageContext
+        _ request: ListRequest, page: RootPage, rows: [LiveRowJSON], total: Int, kinds: [String], context: PageContext
     ) -> HTML {
-        let rows = page.roots.map { LiveRowJSON($0) }
         let here = context.link("/tasks")
         var links: [HTML] = []
         if request.after != nil {
@@ -80,7 +79,7 @@ package enum TaskListPage {
         """
         <tr data-id="\(row.id)"><td class="id"><a href="\(context.taskLink(row.id))">\(row.id)</a></td>\
         <td class="name"><a href="\(context.taskLink(row.id))">\(row.name)</a></td><td>\(row.kind ?? "-")</td>\
-        <td>\(Layout.status(row.status))</td><td class="bar">\(Layout.bar(row))</td><td class="rate">\(row.rate)</td>\
+        <td class="state">\(Layout.status(row))</td><td class="bar">\(Layout.bar(row))</td><td class="rate">\(row.rate)</td>\
         <td class="left">\(row.left)</td><td class="step">\(row.step ?? "-")</td>\
         <td class="number">\(row.attempt)</td><td class="time">\(row.updated)</td></tr>
         """
@@ -90,7 +89,7 @@ package enum TaskListPage {
     static func bulkForm(_ request: ListRequest, context: PageContext) -> HTML {
         guard context.canChange else { return .empty }
         let actions = ControlRequest.Action.allCases.map { action -> HTML in
-            "<option value=\"\(action.rawValue)\">\(action.rawValue)</option>"
+            "<option value=\"\(action.rawValue)\">\(Layout.label(action).lowercased())</option>"
         }
         return """
             <form class="bulk" method="post" action="\(context.link("/tasks") + querySuffix(request.filterFields))">
