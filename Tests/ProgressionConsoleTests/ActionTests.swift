@@ -162,18 +162,17 @@ import Testing
         #expect(try await fixture.store.task(id: "r-run")?.status == .running, "outside the filter")
     }
 
-    /// The console in the process of a running executor, on its store: a pause goes to the executor as a control
-    /// request (as progressctl's does) and the job pauses.
+    /// The console in the process of a running executor, mounted as the README shows (both run as the application's
+    /// services): a pause goes to the executor as a control request (as progressctl's does) and the job pauses.
     @Test func aConsoleMountedBesideItsExecutorPausesAJobThroughTheExecutor() async throws {
         let directory = try TemporaryDirectory()
-        let store = try SQLiteTaskStore(path: directory.file("tasks.sqlite"))
         var configuration = TaskExecutor.Configuration()
         configuration.controlPollInterval = .milliseconds(20)
-        let executor = TaskExecutor(store: store, configuration: configuration)
+        let executor = try TaskExecutor(path: directory.file("tasks.sqlite"), configuration: configuration)
         try await executor.start()
         let started = Gate()
         let finish = Gate()
-        let job = try await executor.addTask(name: "long job", id: "long", options: .interactive) { context in
+        _ = try await executor.addTask(name: "long job", id: "long", options: .interactive) { context in
             try await context.report(.progress(0.1))
             started.open()
             await finish.wait()
@@ -185,19 +184,21 @@ import Testing
             executor: executor, configuration: ConsoleFixture.configuration(path: "/console", token: ConsoleFixture.token))
         let router = Router()
         console.addRoutes(to: router)
-        try await Application(router: router, services: [console]).test(.router) { client in
+        let app = Application(router: router, services: [executor, console])
+        try await app.test(.router) { client in
+            let page = try await client.get("/console/tasks/long")
+            #expect(page.status == .ok && text(page).contains("<span class=\"name\">long job</span>"))
             let response = try await client.post(
                 "/console/tasks/long", form: [("action", "pause")], accept: "application/json", headers: bearer)
             #expect(response.status == .ok, "\(text(response))")
             let change = try object(response)
             #expect(change["via"] as? String == "owner" && change["ownerID"] as? String == executor.ownerID)
             #expect(change["outcome"] as? String == "applied")
+            finish.open()
+            try await poll("the job to pause at its next report") {
+                try await executor.store.task(id: "long")?.status == .paused
+            }
         }
-        finish.open()
-        try await poll("the job to pause at its next report") { try await store.task(id: "long")?.status == .paused }
-        try await executor.resume(taskID: "long")
-        try await executor.runEnded(job)
-        await executor.shutdown()
     }
 }
 #endif

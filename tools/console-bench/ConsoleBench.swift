@@ -87,12 +87,12 @@ struct ConsoleBenchRun {
         figures += try await pages()
         figures += try await live()
         print("")
-        print("figure".padding(toLength: 64, withPad: " ", startingAt: 0) + "value".padding(toLength: 36, withPad: " ", startingAt: 0) + "target")
+        print("figure".padding(toLength: 84, withPad: " ", startingAt: 0) + "value".padding(toLength: 44, withPad: " ", startingAt: 0) + "target")
         for figure in figures {
             let verdict = figure.met.map { $0 ? "  met" : "  MISSED" } ?? ""
             print(
-                figure.name.padding(toLength: 64, withPad: " ", startingAt: 0)
-                    + figure.value.padding(toLength: 36, withPad: " ", startingAt: 0) + figure.target + verdict)
+                figure.name.padding(toLength: 84, withPad: " ", startingAt: 0)
+                    + figure.value.padding(toLength: 44, withPad: " ", startingAt: 0) + figure.target + verdict)
         }
     }
 
