@@ -1,4 +1,5 @@
 import Foundation
+import Progression
 
 /// Text for people, shared by progressctl and the console: percents, times, durations, sizes, counts, rates and times
 /// left. (progressctl adds bars, colours and tables for the terminal.)
@@ -17,6 +18,16 @@ package enum Format {
     }()
 
     /// Local time to the second, `-` for none.
+    /// When a root that waits for a time runs: `runs 2026-11-25 10:00:00`, `wakes …`, `retries …`; `nil` otherwise.
+    package static func wait(_ record: TaskRecord) -> String? {
+        guard let reason = record.waitReason, let at = record.nextAttemptAt else { return nil }
+        switch reason {
+        case .runAt: return "runs \(time(at))"
+        case .sleep: return "wakes \(time(at))"
+        case .retry: return "retries \(time(at))"
+        }
+    }
+
     package static func time(_ date: Date?) -> String {
         guard let date else { return "-" }
         return timeFormatter.string(from: date)

@@ -151,6 +151,11 @@ package struct TaskJSON: Encodable, Equatable, Sendable {
     package var name: String
     package var kind: String?
     package var status: String
+    /// The status as people read it: `scheduled`, `retrying` or `sleeping` for a pending root that waits for a time
+    /// (``TaskRecord/waitReason``), else the status.
+    package var state: String
+    /// Failed subtasks of a root (a job that completed with failed steps); 0 for a subtask.
+    package var failedSteps: Int
     package var progress: Double?
     /// The units of work the task declared (`TaskProgress.total`), or `null`.
     package var total: Double?
@@ -181,7 +186,9 @@ package struct TaskJSON: Encodable, Equatable, Sendable {
     package var finishedAt: Date?
     package var nextAttemptAt: Date?
 
-    package init(_ record: TaskRecord, depth: Int? = nil) {
+    package init(_ record: TaskRecord, depth: Int? = nil, failedSteps: Int = 0) {
+        state = record.displayStatus
+        self.failedSteps = failedSteps
         id = record.id
         parentID = record.parentID
         rootID = record.rootID
@@ -216,7 +223,7 @@ package struct TaskJSON: Encodable, Equatable, Sendable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case id, parentID, rootID, name, kind, status, progress, total, rate, secondsRemaining, step, attempt, interruptions, priority, errorType,
+        case id, parentID, rootID, name, kind, status, state, failedSteps, progress, total, rate, secondsRemaining, step, attempt, interruptions, priority, errorType,
             errorDescription, ownerID, canCancel, canPause, canRetry, checkpointBytes, input, result, idempotencyKey,
             depth, createdAt, startedAt, updatedAt, finishedAt, nextAttemptAt
     }
@@ -230,6 +237,8 @@ package struct TaskJSON: Encodable, Equatable, Sendable {
         try container.encode(name, forKey: .name)
         try container.encode(kind, forKey: .kind)
         try container.encode(status, forKey: .status)
+        try container.encode(state, forKey: .state)
+        try container.encode(failedSteps, forKey: .failedSteps)
         try container.encode(progress, forKey: .progress)
         try container.encode(total, forKey: .total)
         try container.encode(rate, forKey: .rate)

@@ -12,6 +12,10 @@ package struct StatsJSON: Encodable, Sendable {
     @Null package var failureRate: Double?
     package var events: Int
     package var databaseBytes: Int64
+    /// Completed roots with failed subtasks (a partial failure).
+    package var completedWithFailedSteps: Int
+    /// Pending roots by kind (`(closure)` for closure tasks).
+    package var pendingByKind: [String: Int]
 
     /// The report of a store's statistics: every status counted (0 when none), closure tasks as the kind
     /// `(closure)`.
@@ -26,5 +30,7 @@ package struct StatsJSON: Encodable, Sendable {
         failureRate = finished == 0 ? nil : Double(byStatus["failed"] ?? 0) / Double(finished)
         events = statistics.events
         databaseBytes = statistics.databaseBytes
+        completedWithFailedSteps = statistics.completedWithFailedSteps
+        pendingByKind = statistics.pendingByKind.reduce(into: [:]) { $0[$1.key.isEmpty ? "(closure)" : $1.key] = $1.value }
     }
 }

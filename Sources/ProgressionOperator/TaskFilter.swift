@@ -15,6 +15,8 @@ package struct TaskFilter: Sendable, Hashable {
     package var name: String?
     /// Text the input's JSON contains, exactly.
     package var input: String?
+    /// Values of the input's JSON, `key=value` or `a.b=value` (see ``InputFilter``), all of which must match.
+    package var inputFields: [String] = []
 
     package init(
         status: [String] = [], kind: String? = nil, since: String? = nil, until: String? = nil, name: String? = nil,
@@ -31,6 +33,7 @@ package struct TaskFilter: Sendable, Hashable {
     /// Whether any filter is given.
     package var isEmpty: Bool {
         status.isEmpty && kind == nil && since == nil && until == nil && name == nil && input == nil
+            && inputFields.isEmpty
     }
 
     /// The filters as a query (limit and offset left at their defaults), `now` the time durations count back from.
@@ -47,8 +50,14 @@ package struct TaskFilter: Sendable, Hashable {
         if let createdSince, let createdUntil, createdSince > createdUntil {
             throw CLIError.usage("\(sinceOption) is later than \(untilOption): no task can match")
         }
+        let fields: [InputFilter]
+        do {
+            fields = try inputFields.map { try InputFilter($0) }
+        } catch {
+            throw CLIError.usage("\(error)")
+        }
         return TaskQuery(
             statuses: try InputParsing.statuses(status) ?? defaultStatuses, kind: kind, createdSince: createdSince,
-            createdUntil: createdUntil, nameContains: name, inputContains: input)
+            createdUntil: createdUntil, nameContains: name, inputContains: input, input: fields)
     }
 }

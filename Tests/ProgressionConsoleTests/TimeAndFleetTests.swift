@@ -47,6 +47,11 @@ import Testing
         try await fixture.store.saveOwner(
             OwnerRecord(id: "worker-1", host: "batch-7", pid: 4242, startedAt: now, heartbeatAt: now, kinds: ["report"]))
         try await fixture.test { client in
+            let (_, listed) = try await client.json("/tasks?name=partial")
+            let row = try #require((listed["tasks"] as? [[String: Any]])?.first)
+            #expect(row["failedSteps"] as? Int == 1 && row["state"] as? String == "completed", "as list --json")
+            let (_, byField) = try await client.json("/tasks?field=file%3Dp2.csv")
+            #expect((byField["tasks"] as? [[String: Any]])?.compactMap { $0["id"] as? String } == ["p-2"], "an input field")
             let list = text(try await client.get("/tasks"))
             #expect(list.contains("<span class=\"status pending\">scheduled</span>"), "a job that waits for a time")
             #expect(list.contains("<span class=\"failed-steps\">1 failed step</span>"))

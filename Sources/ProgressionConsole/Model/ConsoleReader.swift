@@ -89,8 +89,10 @@ package struct ConsoleReader: Sendable {
 
     package func listJSON(_ request: ListRequest) async throws -> ListJSON {
         let (page, total) = try await list(request)
+        let failed = try await failedSteps(page.roots)
         return ListJSON(
-            tasks: page.roots.map { TaskJSON($0) }, next: page.next?.description, total: total,
+            tasks: page.roots.map { TaskJSON($0, failedSteps: failed[$0.id] ?? 0) }, next: page.next?.description,
+            total: total,
             totalIsLowerBound: total >= Self.countBound)
     }
 
@@ -164,7 +166,9 @@ package struct ConsoleReader: Sendable {
     package func jobJSON(_ job: Job, actions: [ControlRequest.Action]) -> JobJSON {
         let names = Dictionary(job.tree.map { ($0.id, $0.name) }, uniquingKeysWith: { first, _ in first })
         return JobJSON(
-            tree: job.tree.map { TaskJSON($0, depth: job.depths[$0.id] ?? 0) },
+            tree: job.tree.map {
+                TaskJSON($0, depth: job.depths[$0.id] ?? 0, failedSteps: $0.id == job.task.id ? job.failedSteps : 0)
+            },
             history: job.history.map { EventJSON($0, names: names) },
             errors: job.errors.map { EventJSON($0, names: names) }, actions: actions.map(\.rawValue), owner: job.owner)
     }

@@ -4,7 +4,8 @@ import Progression
 import ProgressionOperator
 
 /// What the list asks for, from its query string: the filters progressctl takes (`status` — repeated or a comma
-/// list —, `kind`, `name`, `input`, `since`, `until`: durations like `12h` or ISO-8601 dates), the order (`sort`:
+/// list —, `kind`, `name`, `input`, `field` — `key=value` of the input, repeated —, `since`, `until`: durations like
+/// `12h` or ISO-8601 dates), the order (`sort`:
 /// `created`, `updated` or `progress`; `order`: `newest` or `oldest`), the page's size (`limit`, 1 to 500) and where
 /// it starts (`after`, the cursor of the page before).
 package struct ListRequest: Sendable, Hashable {
@@ -39,6 +40,8 @@ package struct ListRequest: Sendable, Hashable {
         filter = TaskFilter(
             status: statuses, kind: fields.nonEmpty("kind"), since: fields.nonEmpty("since"),
             until: fields.nonEmpty("until"), name: fields.nonEmpty("name"), input: fields.nonEmpty("input"))
+        // progressctl's --input-field: `key=value` or `a.b=value` of the input's JSON (repeated: all must match).
+        filter.inputFields = fields.all("field").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
         if let sort = fields.nonEmpty("sort") {
             guard let value = TaskQuery.Sort(rawValue: sort) else {
                 throw ConsoleError.badRequest("invalid sort '\(sort)' (expected created, updated or progress)")
@@ -88,6 +91,7 @@ package struct ListRequest: Sendable, Hashable {
                               ("since", filter.since), ("until", filter.until)] {
             if let value { fields.append((name, value)) }
         }
+        fields += filter.inputFields.map { ("field", $0) }
         return fields
     }
 

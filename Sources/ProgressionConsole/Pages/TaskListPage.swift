@@ -51,6 +51,7 @@ package enum TaskListPage {
             <datalist id="kinds">\(kindOptions)</datalist>
             <label>Name contains <input name="name" value="\(request.filter.name ?? "")"></label>
             <label>Input contains <input name="input" value="\(request.filter.input ?? "")" placeholder="&quot;file&quot;:&quot;a.csv&quot;"></label>
+            <label>Input field <input name="field" value="\(request.filter.inputFields.first ?? "")" placeholder="customer.id=42"></label>
             <label>Created since <input name="since" value="\(request.filter.since ?? "")" placeholder="12h or 2026-01-31"></label>
             <label>Created before <input name="until" value="\(request.filter.until ?? "")" placeholder="1h or 2026-02-01"></label>
             <label>Sort <select name="sort">\(option("created", "created", selected: request.sort == .created))\

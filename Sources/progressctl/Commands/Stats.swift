@@ -28,7 +28,12 @@ extension Progressctl {
             }
             Terminal.output("tasks: \(report.total)")
             for status in TaskStatus.allCases {
-                Terminal.output("  \(Format.status(status).rightPadded(to: 10)) \(report.byStatus[status.rawValue] ?? 0)")
+                var line = "  \(Format.status(status).rightPadded(to: 10)) \(report.byStatus[status.rawValue] ?? 0)"
+                if status == .completed, report.completedWithFailedSteps > 0 {
+                    line += Terminal.paint(
+                        " (\(Format.count(report.completedWithFailedSteps)) with failed steps)", .yellow)
+                }
+                Terminal.output(line)
             }
             if !report.byKind.isEmpty {
                 Terminal.output("by kind:")

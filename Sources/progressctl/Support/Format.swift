@@ -16,6 +16,19 @@ extension Format {
             + percent(clamped).leftPadded(to: 4)
     }
 
+    /// A task's status as people read it: why a pending root waits (`scheduled`, `retrying`, `sleeping`), and a
+    /// completed root's failed steps (`completed, 2 failed steps`), in the status's colour.
+    static func state(_ record: TaskRecord, failedSteps: Int = 0) -> String {
+        var text = status(record.status)
+        if record.status == .pending, let reason = record.waitReason {
+            text = Terminal.paint(reason.rawValue, .dim)
+        }
+        if failedSteps > 0 {
+            text += Terminal.paint(", \(count(failedSteps)) failed step\(failedSteps == 1 ? "" : "s")", .yellow)
+        }
+        return text
+    }
+
     /// A status, coloured on a terminal.
     static func status(_ status: TaskStatus) -> String {
         Terminal.paint(status.rawValue, color(of: status))

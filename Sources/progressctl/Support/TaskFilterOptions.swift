@@ -23,8 +23,15 @@ struct TaskFilterOptions: ParsableArguments {
     @Option(name: .long, help: ArgumentHelp("Only jobs whose input (its JSON text) contains this text, exactly (case and all).", valueName: "text"))
     var input: String?
 
+    @Option(name: .customLong("input-field"), help: ArgumentHelp("Only jobs whose input has this value at this key (repeat for more): customer=42, order.id=A7 (strings, numbers, true, false, null).", valueName: "key=value"))
+    var inputFields: [String] = []
+
     /// The filters as the operator library reads them.
-    var filter: TaskFilter { TaskFilter(status: status, kind: kind, since: since, until: until, name: name, input: input) }
+    var filter: TaskFilter {
+        var filter = TaskFilter(status: status, kind: kind, since: since, until: until, name: name, input: input)
+        filter.inputFields = inputFields
+        return filter
+    }
 
     /// Whether any filter is given.
     var isEmpty: Bool { filter.isEmpty }
