@@ -19,9 +19,13 @@ let package = Package(
         .executable(name: "progression-fault-test", targets: ["progression-fault-test"]),
         .executable(name: "progression-fleet-test", targets: ["progression-fleet-test"]),
         .executable(name: "progression-bench", targets: ["progression-bench"]),
+        .executable(name: "progression-console-bench", targets: ["progression-console-bench"]),
         .executable(name: "progression-demo", targets: ["progression-demo"]),
         // The same store on PostgreSQL, for executors on several hosts. Built only with the `PostgreSQL` trait.
         .library(name: "ProgressionPostgres", targets: ["ProgressionPostgres"]),
+        // The operator's console in a browser, on Hummingbird: routes a service mounts in its own application, and
+        // `progressctl console`. Built only with the `Console` trait.
+        .library(name: "ProgressionConsole", targets: ["ProgressionConsole"]),
     ],
     traits: [
         .trait(
@@ -29,6 +33,11 @@ let package = Package(
             description: "PostgresTaskStore (the ProgressionPostgres product) on postgres-nio, and `--db postgres://…` "
                 + "in progressctl, progression-demo, the crash test and the bench. Off by default: SQLite users do "
                 + "not build postgres-nio."
+        ),
+        .trait(
+            name: "Console",
+            description: "ProgressionConsole (the operator's console in a browser, on Hummingbird) and "
+                + "`progressctl console`. Off by default: SQLite users and progression-demo do not build Hummingbird."
         ),
         .default(enabledTraits: []),
     ],
@@ -45,6 +54,13 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-distributed-tracing", from: "1.7.3"),
         // PostgresTaskStore; only built with the `PostgreSQL` trait.
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
+        // ProgressionConsole; only built with the `Console` trait. Without its default traits: the console reads no
+        // swift-configuration.
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1", traits: []),
+        // HTTP's field names and statuses, as Hummingbird uses them (already built for it).
+        .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
+        // The address the console's server listens on, for `progressctl console --port 0` (already built for it).
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
     ],
     targets: [
         // The system's libsqlite3 (Debian: libsqlite3-dev).
@@ -107,13 +123,31 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        // The operator's command-line tool.
+        // The operator's console in a browser: server-rendered pages, a JSON API and live updates (Server-Sent Events)
+        // on Hummingbird, changing tasks through ProgressionOperator's TaskControl. Without the `Console` trait its
+        // sources compile to nothing (they are wrapped in `#if Console`) and Hummingbird is not built.
+        .target(
+            name: "ProgressionConsole",
+            dependencies: [
+                "Progression", "ProgressionOperator",
+                .target(name: "ProgressionPostgres", condition: .when(traits: ["PostgreSQL"])),
+                .product(name: "Hummingbird", package: "hummingbird", condition: .when(traits: ["Console"])),
+                .product(name: "HTTPTypes", package: "swift-http-types", condition: .when(traits: ["Console"])),
+                .product(name: "NIOCore", package: "swift-nio", condition: .when(traits: ["Console"])),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // The operator's command-line tool (`progressctl console` with the `Console` trait).
         .executableTarget(
             name: "progressctl",
             dependencies: [
                 "Progression", "ProgressionOperator",
                 .target(name: "ProgressionPostgres", condition: .when(traits: ["PostgreSQL"])),
+                .target(name: "ProgressionConsole", condition: .when(traits: ["Console"])),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -170,6 +204,20 @@ let package = Package(
             path: "Sources/progression-bench",
             swiftSettings: swiftSettings
         ),
+        // Measures the console (issue 24): its list and job pages on a large database, and live pages on a busy
+        // worker (release builds; a debug build with --quick only checks that it runs). Without the `Console` trait
+        // it only says so.
+        .executableTarget(
+            name: "progression-console-bench",
+            dependencies: [
+                "Progression", "ProgressionSQLite", "ProgressionOperator",
+                .target(name: "ProgressionConsole", condition: .when(traits: ["Console"])),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "tools/console-bench",
+            swiftSettings: swiftSettings
+        ),
         // The example batch service: checksums a directory tree as a resumable job, with a live progress tree.
         .executableTarget(
             name: "progression-demo",
@@ -212,6 +260,22 @@ let package = Package(
         .testTarget(
             name: "DemoTests",
             dependencies: ["Progression", "ProgressionSQLite", "ProgressionTestSupport", "progression-demo"],
+            swiftSettings: swiftSettings
+        ),
+        // The console's routes through HummingbirdTesting, on SQLite and PostgreSQL: every page and API call, the
+        // token, CSRF and escaping; and `progressctl console` run as a child process. Its sources are wrapped in
+        // `#if Console`.
+        .testTarget(
+            name: "ProgressionConsoleTests",
+            dependencies: [
+                "Progression", "ProgressionOperator", "ProgressionTestSupport", "progressctl",
+                .target(name: "ProgressionConsole", condition: .when(traits: ["Console"])),
+                .target(name: "ProgressionPostgres", condition: .when(traits: ["PostgreSQL"])),
+                .product(name: "Hummingbird", package: "hummingbird", condition: .when(traits: ["Console"])),
+                .product(name: "HummingbirdTesting", package: "hummingbird", condition: .when(traits: ["Console"])),
+                .product(name: "HTTPTypes", package: "swift-http-types", condition: .when(traits: ["Console"])),
+                .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: swiftSettings
         ),
         // PostgresTaskStore against a real server that the tests start (initdb + pg_ctl on a Unix socket): schema,

@@ -62,6 +62,14 @@ package final class OperatorStore: TaskStoreBackend, FleetStoreForwarding {
         }
     }
 
+    /// ``rootOutcomes(after:since:)`` of a store that is not a file.
+    func baseOutcomes(after sequence: Int64?, since date: Date) async throws -> RootOutcomePage? {
+        #if PostgreSQL
+        if let postgres = base as? PostgresTaskStore { return try await postgres.rootOutcomes(after: sequence, since: date) }
+        #endif
+        return nil
+    }
+
     // MARK: TaskStore
 
     package func task(id: String) async throws -> TaskRecord? { try await base.task(id: id) }
@@ -127,14 +135,15 @@ package enum DatabaseURL {
     /// The store of a PostgreSQL URL; never creates the schema. It connects on its first call, whose failure (no
     /// server, no schema) is reported like any store error.
     ///
+    /// - Parameter connections: the most connections the store opens (one of them listens for changes).
     /// - Throws: ``CLIError`` for a malformed URL, or when progressctl was built without PostgreSQL.
-    package static func openPostgres(_ url: String, readOnly: Bool) throws -> OperatorStore {
+    package static func openPostgres(_ url: String, readOnly: Bool, connections: Int = 2) throws -> OperatorStore {
         #if PostgreSQL
         do {
             var configuration = try PostgresTaskStore.Configuration(url: url)
             configuration.createIfMissing = false
             configuration.readOnly = readOnly
-            configuration.maximumConnections = 2
+            configuration.maximumConnections = max(2, connections)
             return OperatorStore(
                 base: try PostgresTaskStore(opening: configuration), location: configuration.displayURL)
         } catch let error as TaskStoreError {

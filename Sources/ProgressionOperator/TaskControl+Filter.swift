@@ -22,6 +22,44 @@ extension TaskControl {
         return roots
     }
 
+    /// The statuses a change by filter chooses when none is given: those `action` changes, as the lifecycle says;
+    /// for `remove` without `force`, the finished ones.
+    package static func defaultStatuses(for action: ControlRequest.Action, force: Bool = false) -> Set<TaskStatus> {
+        let changed = statuses(changedBy: action)
+        return action == .remove && !force ? changed.filter(\.isFinished) : changed
+    }
+
+    /// The rule a command adds to the lifecycle's for `action`: `remove` without `force` takes finished tasks only.
+    package static func precheck(
+        for action: ControlRequest.Action, force: Bool = false
+    ) -> @Sendable (TaskRecord) throws(Refusal) -> Void {
+        guard action == .remove && !force else { return { _ throws(Refusal) in } }
+        return { task throws(Refusal) in try requireFinished(task) }
+    }
+
+    /// Applies `action` to each of `tasks` (roots a filter chose) that passes `precheck`, in order; a task the
+    /// precheck refuses keeps its place among the outcomes.
+    ///
+    /// - Throws: a store failure (the tasks before it were changed, the others not).
+    package func perform(
+        _ action: ControlRequest.Action, on tasks: [TaskRecord], precheck: (TaskRecord) throws(Refusal) -> Void,
+        dryRun: Bool
+    ) async throws -> [Outcome] {
+        var outcomes: [Outcome?] = Array(repeating: nil, count: tasks.count)
+        var candidates: [(index: Int, task: TaskRecord)] = []
+        for (index, task) in tasks.enumerated() {
+            do {
+                try precheck(task)
+                candidates.append((index, task))
+            } catch {
+                outcomes[index] = .refused(error)
+            }
+        }
+        let performed = try await perform(action, on: candidates.map(\.task), dryRun: dryRun)
+        for (candidate, outcome) in zip(candidates, performed) { outcomes[candidate.index] = outcome }
+        return outcomes.compactMap { $0 }
+    }
+
     /// `remove` without `--force` takes finished tasks only (a rule of the command beyond the lifecycle's).
     package static func requireFinished(_ task: TaskRecord) throws(Refusal) {
         guard task.status.isFinished else {
@@ -34,6 +72,21 @@ extension TaskControl {
 
     /// A change by filter as `--json` reports it.
     package struct Summary: Encodable, Sendable {
+        /// The summary of `outcomes`.
+        package init(action: ControlRequest.Action, dryRun: Bool, outcomes: [Outcome]) {
+            var changes: [Change] = []
+            var refusals: [Refusal] = []
+            for outcome in outcomes {
+                switch outcome {
+                case .changed(let change): changes.append(change)
+                case .refused(let refusal): refusals.append(refusal)
+                }
+            }
+            self.init(
+                action: action.rawValue, dryRun: dryRun, matched: outcomes.count, changed: changes.count,
+                changes: changes, refused: refusals)
+        }
+
         package var action: String
         package var dryRun: Bool
         /// Roots the filters chose.

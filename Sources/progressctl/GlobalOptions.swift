@@ -27,10 +27,13 @@ struct GlobalOptions: ParsableArguments {
         return SQLiteTaskStore.defaultPath
     }
 
-    /// Opens the existing database; never creates it. `readOnly` for commands that only read.
-    func openStore(readOnly: Bool) throws -> OperatorStore {
+    /// Opens the existing database; never creates it. `readOnly` for commands that only read; `connections`, the
+    /// most a PostgreSQL store opens.
+    func openStore(readOnly: Bool, connections: Int = 2) throws -> OperatorStore {
         let path = databasePath
-        if DatabaseURL.isPostgres(path) { return try DatabaseURL.openPostgres(path, readOnly: readOnly) }
+        if DatabaseURL.isPostgres(path) {
+            return try DatabaseURL.openPostgres(path, readOnly: readOnly, connections: connections)
+        }
         var isDirectory: ObjCBool = false
         // A dangling symbolic link goes on to the store, which says so.
         let isLink = (try? FileManager.default.destinationOfSymbolicLink(atPath: path)) != nil

@@ -40,7 +40,7 @@ struct Progressctl: AsyncParsableCommand {
             """,
         version: ProgressionVersion.current,
         subcommands: [
-            List.self, Show.self, History.self, Watch.self, Stats.self, Doctor.self,
+            List.self, Show.self, History.self, Watch.self, Stats.self, Doctor.self, Console.self,
             Submit.self, Retry.self, Pause.self, Resume.self, Cancel.self, RunNow.self, Remove.self, Prune.self,
             Kinds.self, PauseKind.self, ResumeKind.self, Schedules.self,
         ]

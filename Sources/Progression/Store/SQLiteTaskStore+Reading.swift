@@ -115,9 +115,14 @@ extension SQLiteTaskStore {
     public func events(_ query: EventQuery) async throws -> [TaskEvent] {
         guard query.limit > 0 else { return [] }
         return try await read { connection in
-            let nodes = try subtree(of: query.taskID, connection: connection)
-            guard let top = nodes.first else { return [] }
-            let ids = top.isRoot ? nil : Set(nodes.map(\.id))
+            // A root's history needs no list of its nodes (reading a large tree cost more than its history).
+            guard
+                let top = try connection.query(
+                    "SELECT root_id, parent_id IS NULL FROM tasks WHERE id = ?", [.text(query.taskID)],
+                    { (rootID: $0.text(at: 0), isRoot: $0.int64(at: 1) != 0) }
+                ).first
+            else { return [] }
+            let ids = top.isRoot ? nil : Set(try subtree(of: query.taskID, connection: connection).map(\.id))
             var conditions = ["root_id = ?"]
             var parameters: [SQLiteValue] = [.text(top.rootID)]
             if let since = query.since {

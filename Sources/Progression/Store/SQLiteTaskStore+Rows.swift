@@ -145,10 +145,17 @@ extension SQLiteTaskStore {
             throw corrupt("unknown status '\(row.text(at: 9))'")
         }
         let options: TaskOptions
-        do {
-            options = try decoder.decode(TaskOptions.self, from: Data(row.text(at: 8).utf8))
-        } catch {
-            throw corrupt("its options do not decode (\(error))")
+        let optionsText = row.text(at: 8)
+        if let cached = decodedOptions[optionsText] {
+            options = cached
+        } else {
+            do {
+                options = try decoder.decode(TaskOptions.self, from: Data(optionsText.utf8))
+            } catch {
+                throw corrupt("its options do not decode (\(error))")
+            }
+            if decodedOptions.count > 64 { decodedOptions.removeAll() }
+            decodedOptions[optionsText] = options
         }
         guard let createdAt = date(22), let updatedAt = date(24) else {
             throw corrupt("it has no creation or update time")

@@ -52,6 +52,9 @@ public actor SQLiteTaskStore: TaskStoreBackend {
     let decoder = JSONDecoder()
     /// Tasks share a few option sets: their JSON is encoded once.
     var encodedOptions: [TaskOptions: String] = [:]
+    /// And decoded once: reading a tree of 10,000 nodes decoded the same few option sets 10,000 times (most of the
+    /// read's time; console-bench's job page).
+    var decodedOptions: [String: TaskOptions] = [:]
     /// Narrow UPDATE statements by the columns they write (and whether they check the owner).
     var updateStatements: [UInt64: SQLiteStatement] = [:]
     /// Checkpoints the log off the commit path (`nil` when read-only).

@@ -35,13 +35,10 @@ extension Progressctl {
         var force = false
 
         func run() async throws {
-            let changed = TaskControl.statuses(changedBy: .remove)
             var command = ChangeCommand(
                 action: .remove, options: options, change: change, filters: filters,
-                defaultStatuses: force ? changed : changed.filter(\.isFinished))
-            if !force {
-                command.precheck = TaskControl.requireFinished
-            }
+                defaultStatuses: TaskControl.defaultStatuses(for: .remove, force: force))
+            command.precheck = TaskControl.precheck(for: .remove, force: force)
             try await command.run(id: id)
         }
     }

@@ -64,21 +64,9 @@ struct ChangeCommand {
                 throw CLIError("not confirmed; nothing was changed")
             }
         }
-        // The precheck's refusals stay where their tasks are in the listing.
-        var outcomes: [TaskControl.Outcome?] = Array(repeating: nil, count: tasks.count)
-        var candidates: [(index: Int, task: TaskRecord)] = []
-        for (index, task) in tasks.enumerated() {
-            do {
-                try precheck(task)
-                candidates.append((index, task))
-            } catch {
-                outcomes[index] = .refused(error)
-            }
-        }
-        let performed = try await TaskControl(store: store, wait: change.waitDuration)
-            .perform(action, on: candidates.map(\.task), dryRun: change.dryRun)
-        for (candidate, outcome) in zip(candidates, performed) { outcomes[candidate.index] = outcome }
-        try report(outcomes.compactMap { $0 })
+        let outcomes = try await TaskControl(store: store, wait: change.waitDuration)
+            .perform(action, on: tasks, precheck: precheck, dryRun: change.dryRun)
+        try report(outcomes)
     }
 
     /// `10 pending, 4 running`.
@@ -89,19 +77,11 @@ struct ChangeCommand {
     }
 
     private func report(_ outcomes: [TaskControl.Outcome]) throws {
-        var changes: [TaskControl.Change] = []
-        var refusals: [TaskControl.Refusal] = []
-        for outcome in outcomes {
-            switch outcome {
-            case .changed(let change): changes.append(change)
-            case .refused(let refusal): refusals.append(refusal)
-            }
-        }
+        let summary = TaskControl.Summary(action: action, dryRun: change.dryRun, outcomes: outcomes)
+        let changes = summary.changes
+        let refusals = summary.refused
         if options.json {
-            try JSONOutput.print(
-                TaskControl.Summary(
-                    action: action.rawValue, dryRun: change.dryRun, matched: outcomes.count, changed: changes.count,
-                    changes: changes, refused: refusals))
+            try JSONOutput.print(summary)
         } else {
             try ChangeReport.print(changes, json: false)
         }
