@@ -129,12 +129,12 @@ import Testing
         try worker.register(Doubler(worker: "w"))
         try await worker.start()
         let napper = try await worker.submit("napper", input: 1)
-        try await poll("the job to sleep") {
-            try await worker.store.task(id: napper)?.waitReason == .sleep
+        // The release is committed before the job leaves memory: both are awaited.
+        try await poll("the job to sleep and leave memory") {
+            try await worker.store.task(id: napper)?.waitReason == .sleep && worker.snapshot(of: napper) == nil
         }
         let sleeping = try #require(try await worker.store.task(id: napper))
         #expect(sleeping.status == .pending && sleeping.ownerID == nil)
-        #expect(worker.snapshot(of: napper) == nil, "it left memory: any worker continues it")
         // Its slot is free: another job runs.
         let other = try await worker.submit(Doubler.self, input: .init(n: 2))
         try await poll("another job to run in the slot") { try await worker.store.task(id: other)?.status == .completed }
