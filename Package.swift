@@ -96,6 +96,17 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // A throwaway PostgreSQL server on this machine (initdb, pg_ctl, runuser) for the tests, the crash and chaos
+        // tests and the bench, with what they do to it (restarts, killed backends, TCP on a given address). Not a
+        // product: it never ships with `ProgressionPostgres`. Its sources are wrapped in `#if PostgreSQL`.
+        .target(
+            name: "ProgressionPostgresTestSupport",
+            dependencies: [
+                "Progression",
+                .target(name: "ProgressionPostgres", condition: .when(traits: ["PostgreSQL"])),
+            ],
+            swiftSettings: swiftSettings
+        ),
         // The operator's command-line tool.
         .executableTarget(
             name: "progressctl",
@@ -113,6 +124,7 @@ let package = Package(
             dependencies: [
                 "Progression",
                 .target(name: "ProgressionPostgres", condition: .when(traits: ["PostgreSQL"])),
+                .target(name: "ProgressionPostgresTestSupport", condition: .when(traits: ["PostgreSQL"])),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
@@ -139,6 +151,7 @@ let package = Package(
             dependencies: [
                 "Progression", "ProgressionSQLite", "CSQLite", .product(name: "Logging", package: "swift-log"),
                 .target(name: "ProgressionPostgres", condition: .when(traits: ["PostgreSQL"])),
+                .target(name: "ProgressionPostgresTestSupport", condition: .when(traits: ["PostgreSQL"])),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
             ],
             path: "Sources/progression-bench",
@@ -172,6 +185,7 @@ let package = Package(
                 .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
                 .target(name: "ProgressionPostgres", condition: .when(traits: ["PostgreSQL"])),
+                .target(name: "ProgressionPostgresTestSupport", condition: .when(traits: ["PostgreSQL"])),
             ],
             swiftSettings: swiftSettings
         ),
@@ -195,6 +209,7 @@ let package = Package(
             dependencies: [
                 "Progression", "ProgressionTestSupport", "progressctl", "progression-demo", "progression-crash-test",
                 .target(name: "ProgressionPostgres", condition: .when(traits: ["PostgreSQL"])),
+                .target(name: "ProgressionPostgresTestSupport", condition: .when(traits: ["PostgreSQL"])),
                 .product(name: "PostgresNIO", package: "postgres-nio", condition: .when(traits: ["PostgreSQL"])),
             ],
             swiftSettings: swiftSettings

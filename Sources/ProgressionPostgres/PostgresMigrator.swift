@@ -25,13 +25,8 @@ struct PostgresMigrator {
     let location: String
 
     /// Checks the schema and applies what is pending; with `readOnly`, only checks (pending migrations are refused).
-    func prepare(client: PostgresClient, logger: Logger, create: Bool, readOnly: Bool) async throws {
-        while true {
-            let applied = try await client.withConnection { connection in
-                try await step(connection, logger: logger, create: create, readOnly: readOnly)
-            }
-            if applied == nil { return }
-        }
+    func prepare(connection: PostgresConnection, logger: Logger, create: Bool, readOnly: Bool) async throws {
+        while try await step(connection, logger: logger, create: create, readOnly: readOnly) != nil {}
     }
 
     /// Applies the next pending migration in one transaction; returns its identifier, or `nil` when none is pending.

@@ -2,13 +2,14 @@
 import Foundation
 import PostgresNIO
 import Progression
+import Synchronization
 
 extension PostgresTaskStore {
     // MARK: Identifiers
 
     package func reserveIdentifiers(_ count: Int) async throws -> Range<Int64> {
         precondition(count > 0, "reserve at least one identifier")
-        return try await write { connection in
+        return try await write { [self] connection in
             // A sequence hands out one value at a time; the lock makes `count` of them consecutive.
             try await connection.query(
                 PostgresQuery(
@@ -26,7 +27,7 @@ extension PostgresTaskStore {
     // MARK: The writer's batches
 
     package func insert(_ tasks: [TaskRecord], events: [TaskEvent]) async throws {
-        try await write { connection in
+        try await write { [self] connection in
             if !tasks.isEmpty {
                 try await connection.query(
                     PostgresQuery(unsafeSQL: insertSQL(onConflict: ""), binds: try columnArrays(tasks)), logger: logger)
@@ -47,11 +48,72 @@ extension PostgresTaskStore {
 
     package func apply(_ batch: TaskBatch) async throws -> TaskBatchResult {
         guard !batch.isEmpty else { return TaskBatchResult() }
-        return try await write { connection in
-            let result = try await apply(batch, connection: connection)
-            try await connection.query(PostgresQuery(unsafeSQL: names.notify), logger: logger)
+        let batch = try await settleAmbiguousBatches(batch)
+        let inserted = Set(batch.inserts.map(\.id))
+        let events = batch.events
+        return try await write(pending: { xid, _ in
+            self.ambiguous.withLock { $0.batches.append(Ambiguous.Batch(xid: xid, inserted: inserted, events: events)) }
+        }) { [self] connection in
+            let result = try await self.apply(batch, connection: connection)
+            try await connection.query(PostgresQuery(unsafeSQL: self.names.notify), logger: self.logger)
             return result
         }
+    }
+
+    /// Asks whether the batches whose commit went unanswered committed (see ``Ambiguous``) and adapts `batch`, the
+    /// executor's next one, which holds what they held: a row one of them inserted is written as an update of every
+    /// column, an event it stored is left out.
+    ///
+    /// - Throws: `.unavailable` while the server cannot say.
+    private func settleAmbiguousBatches(_ batch: TaskBatch) async throws -> TaskBatch {
+        let pending = ambiguous.withLock { $0.batches }
+        guard !pending.isEmpty else { return batch }
+        var batch = batch
+        for entry in pending {
+            guard let status = await transactionStatus(entry.xid) else {
+                throw TaskStoreError(
+                    .unavailable, path: location,
+                    message: "whether an earlier commit went through is not known yet (no answer from the server)")
+            }
+            ambiguous.withLock { $0.batches.removeAll { $0.xid == entry.xid } }
+            guard status == .committed else { continue }
+            logger.notice("a commit whose answer was lost went through", metadata: ["xid": "\(entry.xid)"])
+            var inserts: [TaskRecord] = []
+            for record in batch.inserts {
+                if entry.inserted.contains(record.id) {
+                    batch.updates.append(TaskUpdate(record, columns: .all))
+                } else {
+                    inserts.append(record)
+                }
+            }
+            batch.inserts = inserts
+            var stored: [TaskEvent: Int] = [:]
+            for event in entry.events { stored[event, default: 0] += 1 }
+            batch.events.removeAll { event in
+                guard let count = stored[event], count > 0 else { return false }
+                stored[event] = count - 1
+                return true
+            }
+        }
+        return batch
+    }
+
+    /// Asks whether the claims whose commit went unanswered committed, and returns the roots those did take.
+    ///
+    /// - Throws: `.unavailable` while the server cannot say.
+    private func settleAmbiguousClaims() async throws -> [ClaimedRoot] {
+        let pending = ambiguous.withLock { $0.claims }
+        var claimed: [ClaimedRoot] = []
+        for entry in pending {
+            guard let status = await transactionStatus(entry.xid) else {
+                throw TaskStoreError(
+                    .unavailable, path: location,
+                    message: "whether an earlier claim went through is not known yet (no answer from the server)")
+            }
+            ambiguous.withLock { $0.claims.removeAll { $0.xid == entry.xid } }
+            if status == .committed { claimed += entry.roots }
+        }
+        return claimed
     }
 
     /// Writes a batch in the open transaction. With an owner, the trees of roots that another owner holds (or that
@@ -169,7 +231,7 @@ extension PostgresTaskStore {
     package func change(_ request: TaskChangeRequest) async throws -> TaskChangeResult {
         let location = location
         // The lifecycle's refusal is the caller's to see as it is, not as a store error.
-        let outcome: Result<TaskChangeResult, ProgressionError> = try await write { connection in
+        let outcome: Result<TaskChangeResult, ProgressionError> = try await write { [self] connection in
             let nodes = try await subtree(of: request.taskID, connection: connection, lock: true)
             guard let before = nodes.first else {
                 throw TaskStoreError(.notFound, path: location, message: "no task with id '\(request.taskID)'")
@@ -263,7 +325,15 @@ extension PostgresTaskStore {
         }
         let location = location
         let newOwner = claim.newOwner
-        let claimed = try await write { connection -> [ClaimedRoot] in
+        let earlier = try await settleAmbiguousClaims()
+        let claimParameters = parameters
+        let claimBranches = branches
+        let names = names
+        let claimed = try await write(pending: { xid, roots in
+            self.ambiguous.withLock { $0.claims.append(Ambiguous.Claim(xid: xid, roots: roots)) }
+        }) { [self] connection -> [ClaimedRoot] in
+            let parameters = claimParameters
+            let branches = claimBranches
             // The chunk, locked (rows another executor holds are skipped) and read as it is before the claim; then
             // taken by one statement over the same ids. Subtasks are fenced through their root's owner, so they need
             // no change. (An UPDATE … FROM the chunk would hash the whole table to join it, for every chunk.)
@@ -296,7 +366,7 @@ extension PostgresTaskStore {
             }
             return chunk
         }
-        return claimed.sorted { left, right in
+        return (earlier + claimed).sorted { left, right in
             if left.priority != right.priority { return left.priority > right.priority }
             if left.createdAt != right.createdAt { return left.createdAt < right.createdAt }
             return left.id.utf8.lexicographicallyPrecedes(right.id.utf8)
@@ -307,7 +377,7 @@ extension PostgresTaskStore {
         of rootID: String, ifStatusIn statuses: Set<TaskStatus>, from owner: String?, to newOwner: String?
     ) async throws -> Bool {
         guard !statuses.isEmpty else { return false }
-        return try await write { connection in
+        return try await write { [self] connection in
             let changed = try await rows(
                 """
                 UPDATE \(names.tasks) SET owner_id = $1
@@ -325,7 +395,7 @@ extension PostgresTaskStore {
     package func prune(finishedBefore date: Date, statuses: Set<TaskStatus>, dryRun: Bool) async throws -> PruneResult {
         let finished = statuses.filter(\.isFinished).map(\.rawValue).sorted()
         guard !finished.isEmpty else { return PruneResult(roots: 0, tasks: 0) }
-        return try await write { connection in
+        return try await write { [self] connection in
             // The finished index by status and age: a root finished before `date` was created before it.
             let cutoff = date.storedMilliseconds
             let roots = try await rows(
@@ -361,7 +431,7 @@ extension PostgresTaskStore {
     // MARK: Owners and control requests
 
     package func saveOwner(_ owner: OwnerRecord) async throws {
-        try await write { connection in
+        try await write { [self] connection in
             try await connection.query(
                 PostgresQuery(
                     unsafeSQL: """
@@ -379,7 +449,7 @@ extension PostgresTaskStore {
     }
 
     package func addControlRequest(_ request: ControlRequest) async throws -> Int64 {
-        try await write { connection in
+        try await write { [self] connection in
             let id = try await rows(
                 """
                 INSERT INTO \(names.controlRequests) (task_id, action, owner_id, requested_at, handled_at, outcome)
@@ -397,7 +467,7 @@ extension PostgresTaskStore {
     }
 
     package func completeControlRequest(id: Int64, outcome: String, at date: Date) async throws {
-        try await write { connection in
+        try await write { [self] connection in
             try await connection.query(
                 PostgresQuery(
                     unsafeSQL: "UPDATE \(names.controlRequests) SET handled_at = $1, outcome = $2 WHERE id = $3",
@@ -413,7 +483,7 @@ extension PostgresTaskStore {
         guard !kinds.isEmpty else { return }
         let sorted = kinds.sorted { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }
         let options = try sorted.map { try encodedOptions($0.value) }
-        try await write { connection in
+        try await write { [self] connection in
             try await connection.query(
                 PostgresQuery(
                     unsafeSQL: """
@@ -426,7 +496,7 @@ extension PostgresTaskStore {
     }
 
     package func registeredKinds() async throws -> [String: TaskOptions] {
-        let stored = try await read { connection in
+        let stored = try await read { [self] connection in
             try await self.rows("SELECT name, options FROM \(names.jobKinds) ORDER BY name", connection: connection) {
                 try $0.decode((String, String).self)
             }
@@ -444,10 +514,13 @@ extension PostgresTaskStore {
         case .vacuum:
             let tables = [names.tasks, names.events, names.controlRequests, names.owners]
             let logger = logger
-            try await read { (connection: PostgresConnection) -> Void in
+            // Housekeeping off the commit path, which may take long on a big table: no statement timeout.
+            try await read(timeout: .seconds(3_600)) { (connection: PostgresConnection) -> Void in
+                try await connection.query("SET statement_timeout = 0", logger: logger)
                 for table in tables {
                     try await connection.query(PostgresQuery(unsafeSQL: "VACUUM (ANALYZE) \(table)"), logger: logger)
                 }
+                try await connection.query("RESET statement_timeout", logger: logger)
             }
         }
     }

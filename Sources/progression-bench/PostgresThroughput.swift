@@ -2,6 +2,7 @@
 import Foundation
 import Progression
 import ProgressionPostgres
+import ProgressionPostgresTestSupport
 
 /// The job-throughput and recovery scenarios on PostgreSQL: a server on this machine, started by the bench
 /// (`initdb` + `pg_ctl` in a temporary directory, a Unix socket), with PostgreSQL's durability settings
@@ -54,7 +55,7 @@ enum PostgresThroughput {
     static func jobs(server: LocalPostgresServer, count: Int, concurrency: Int) async throws -> Double {
         var storeConfiguration = server.configuration(schema: schema())
         storeConfiguration.maximumConnections = 8
-        let store = try await PostgresTaskStore(configuration: storeConfiguration)
+        let store = try await PostgresTaskStore.started(configuration: storeConfiguration)
         var configuration = TaskExecutor.Configuration()
         configuration.completedTaskVisibility = .milliseconds(100)
         configuration.maxConcurrentTasks = concurrency
@@ -83,7 +84,7 @@ enum PostgresThroughput {
         server: LocalPostgresServer, jobs: Int, wait: Duration, context: BenchContext
     ) async throws -> (firstRunning: Duration, allClaimed: Duration?) {
         let configuration = server.configuration(schema: schema())
-        let builder = try await PostgresTaskStore(configuration: configuration)
+        let builder = try await PostgresTaskStore.started(configuration: configuration)
         let base = Date().addingTimeInterval(-3_600)
         try await builder.saveOwner(
             OwnerRecord(id: RecoveryLatency.deadOwner, host: OwnerRecord.currentHost, pid: 999_999_999, startedAt: base, heartbeatAt: base))
@@ -113,7 +114,7 @@ enum PostgresThroughput {
             throw BenchFailure("the dead owner does not hold \(jobs) jobs")
         }
 
-        let store = try await PostgresTaskStore(configuration: configuration)
+        let store = try await PostgresTaskStore.started(configuration: configuration)
         let executor = TaskExecutor(store: store)
         let firstRun = SharedValue<ContinuousClock.Instant?>(nil)
         try executor.register(RecoveryLatency.kind, input: RecoveryLatency.RecoveredInput.self) { _, _ in

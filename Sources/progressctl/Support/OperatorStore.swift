@@ -122,7 +122,7 @@ enum DatabaseURL {
             configuration.readOnly = readOnly
             configuration.maximumConnections = 2
             return OperatorStore(
-                base: try PostgresTaskStore(opening: configuration), location: configuration.displayURL)
+                base: try PostgresTaskStore.start(configuration: configuration), location: configuration.displayURL)
         } catch let error as TaskStoreError {
             throw CLIError(store: error)
         }
