@@ -94,6 +94,8 @@ extension ExecutionEngine {
             var cancellation = Cancellation()
             for id in ids {
                 guard let node = state.node(id: id) else { continue }
+                // Whatever stopped it before (a shutdown, a cancel): nothing more is written for it here.
+                node.root.stopReason = .leaseLost
                 cancellation.actions += Self.stop(node.root, .leaseLost).actions
             }
             return cancellation
