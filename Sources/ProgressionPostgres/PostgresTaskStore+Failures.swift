@@ -125,11 +125,32 @@ final class ConnectionSlot: Sendable {
     }
 }
 
-/// What ends first in a call: its body, or its deadline.
-enum CallOutcome<T: Sendable>: Sendable {
-    case value(T)
-    case expired
-    case cancelled
+/// How a call ended: the first of its body's result, its deadline and its cancellation, given to its caller once.
+final class CallOutcome<T: Sendable>: Sendable {
+    private let state = Mutex<(result: Result<T, any Error>?, waiter: CheckedContinuation<Result<T, any Error>, Never>?)>(
+        (nil, nil))
+
+    /// Ends the call with `result`, unless it ended already.
+    func finish(_ result: Result<T, any Error>) {
+        let waiter = state.withLock { state -> CheckedContinuation<Result<T, any Error>, Never>? in
+            guard state.result == nil else { return nil }
+            state.result = result
+            defer { state.waiter = nil }
+            return state.waiter
+        }
+        waiter?.resume(returning: result)
+    }
+
+    /// The call's end.
+    func wait() async -> Result<T, any Error> {
+        await withCheckedContinuation { continuation in
+            let result = state.withLock { state -> Result<T, any Error>? in
+                if state.result == nil { state.waiter = continuation }
+                return state.result
+            }
+            if let result { continuation.resume(returning: result) }
+        }
+    }
 }
 
 /// A call got its connection after its deadline.

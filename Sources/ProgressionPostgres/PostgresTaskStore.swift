@@ -458,52 +458,54 @@ public final class PostgresTaskStore: TaskStoreBackend, Service {
 
     /// Runs `body` on one connection within ``Configuration/callTimeout`` (getting the connection included). Past the
     /// deadline the connection is closed (which fails its statement at once; the pool opens another) and the call
-    /// fails with `.unavailable`.
+    /// fails with `.unavailable`; a cancelled call ends the same way.
+    ///
+    /// The caller is resumed by the deadline itself, not by the end of `body`: a statement written to a connection
+    /// the server had just closed can wait for an answer that never comes (postgres-nio fails it only if its
+    /// channel handler still sees it), and such a call must not hold its caller. `body` then ends on its own, or
+    /// never; its connection is closed either way, so no commit can follow a deadline.
     private func withCallDeadline<T: Sendable>(
         _ timeout: Duration, opening: Bool = false, _ body: @escaping @Sendable (PostgresConnection) async throws -> T
     ) async throws -> T {
         let slot = ConnectionSlot()
+        let outcome = CallOutcome<T>()
         let client = client
-        return try await withThrowingTaskGroup(of: CallOutcome<T>.self) { group in
-            group.addTask {
+        let work = Task {
+            do {
                 if !opening { try await self.opened() }
-                return .value(
-                    try await client.withConnection { connection in
-                        guard slot.attach(connection) else { throw CallDeadlineExceeded() }
-                        defer { slot.detach() }
-                        return try await body(connection)
-                    })
-            }
-            group.addTask {
-                do { try await Task.sleep(for: timeout) } catch { return .cancelled }
-                return .expired
-            }
-            var expired = false
-            while true {
-                let next: CallOutcome<T>?
-                do {
-                    next = try await group.next()
-                } catch {
-                    group.cancelAll()
-                    if expired { throw expiredError(opening: opening) }
-                    throw error
+                let value = try await client.withConnection { connection in
+                    guard slot.attach(connection) else { throw CallDeadlineExceeded() }
+                    defer { slot.detach() }
+                    return try await body(connection)
                 }
-                switch next {
-                case .value(let value)?:
-                    group.cancelAll()
-                    return value
-                case .expired?:
-                    expired = true
-                    // A connection in use is closed (its statement fails at once); a wait for one is cancelled.
-                    if !slot.expire() { group.cancelAll() }
-                case .cancelled?, nil:
-                    // The call itself is cancelled (a shutdown): a statement in flight is not waited for.
-                    _ = slot.expire()
-                    group.cancelAll()
-                    if expired { throw expiredError(opening: opening) }
-                    throw CancellationError()
-                }
+                outcome.finish(.success(value))
+            } catch {
+                outcome.finish(.failure(error))
             }
+        }
+        let timer = Task {
+            do { try await Task.sleep(for: timeout) } catch { return }
+            // A connection in use is closed (its statement fails at once); a wait for one is cancelled.
+            outcome.finish(.failure(CallDeadlineExceeded()))
+            _ = slot.expire()
+            work.cancel()
+        }
+        let result = await withTaskCancellationHandler {
+            await outcome.wait()
+        } onCancel: {
+            // The call itself is cancelled (a shutdown): a statement in flight is not waited for.
+            outcome.finish(.failure(CancellationError()))
+            _ = slot.expire()
+            work.cancel()
+        }
+        timer.cancel()
+        switch result {
+        case .success(let value):
+            return value
+        case .failure(let error) where error is CallDeadlineExceeded:
+            throw expiredError(opening: opening)
+        case .failure(let error):
+            throw error
         }
     }
 

@@ -77,7 +77,8 @@ package final class LocalPostgresServer: Sendable {
     ///
     /// - Parameters:
     ///   - durable: `true` keeps PostgreSQL's durability settings (`fsync=on`, `synchronous_commit=on`), as a
-    ///     benchmark needs; `false` turns fsync off, for tests that kill processes but never the machine.
+    ///     benchmark needs; `false` turns fsync off, for tests that kill processes (the server's included) but never
+    ///     the machine.
     ///   - stock: with `durable`, only what a throwaway server needs is set (its socket, its port, no logging
     ///     collector): PostgreSQL's defaults otherwise, as `initdb` writes them (what a benchmark compares against).
     ///   - tcpAddresses: addresses to listen on over TCP too (`tcpPort`), trusted from any client (for tests only).
@@ -116,7 +117,10 @@ package final class LocalPostgresServer: Sendable {
         if !(durable && stock) {
             settings += ["max_connections=300", "shared_buffers=256MB", "max_wal_size=4GB"]
         }
-        settings += durable ? ["synchronous_commit=on", "fsync=on"] : ["fsync=off", "synchronous_commit=off", "full_page_writes=off"]
+        // Not durable: a crash of the machine may lose commits (no fsync), a crash of the server may not: a commit
+        // waits for its log record to be written to the OS (synchronous_commit), which keeps it through
+        // `pg_ctl stop -m immediate` and a killed postmaster.
+        settings += durable ? ["synchronous_commit=on", "fsync=on"] : ["fsync=off", "synchronous_commit=on", "full_page_writes=off"]
         self.settings = settings
         chmod(directory, 0o700)
         let data = directory + "/data"
