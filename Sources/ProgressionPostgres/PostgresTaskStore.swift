@@ -267,6 +267,7 @@ public final class PostgresTaskStore: TaskStoreBackend, Service {
                         // listener is up before the store is used (or the poll covers it when it cannot start).
                         await changes.waitUntilListening(timeout: self.configuration.connectTimeout)
                         await self.stopSignal.wait()
+                        changes.close()
                         group.cancelAll()
                     }
                 } onCancel: {
@@ -485,17 +486,18 @@ public final class PostgresTaskStore: TaskStoreBackend, Service {
         }
         let timer = Task {
             do { try await Task.sleep(for: timeout) } catch { return }
-            // A connection in use is closed (its statement fails at once); a wait for one is cancelled.
-            outcome.finish(.failure(CallDeadlineExceeded()))
+            // A connection in use is closed (its statement fails at once) before the caller learns of the deadline,
+            // so that nothing is committed after it; a wait for a connection is cancelled.
             _ = slot.expire()
+            outcome.finish(.failure(CallDeadlineExceeded()))
             work.cancel()
         }
         let result = await withTaskCancellationHandler {
             await outcome.wait()
         } onCancel: {
             // The call itself is cancelled (a shutdown): a statement in flight is not waited for.
-            outcome.finish(.failure(CancellationError()))
             _ = slot.expire()
+            outcome.finish(.failure(CancellationError()))
             work.cancel()
         }
         timer.cancel()
@@ -529,7 +531,7 @@ public final class PostgresTaskStore: TaskStoreBackend, Service {
     func write<T: Sendable>(
         pending: (@Sendable (Int64, T) -> Void)? = nil, _ body: @escaping @Sendable (PostgresConnection) async throws -> T
     ) async throws -> T {
-        let commit = Mutex<(xid: Int64?, sent: Bool, value: T?)>((nil, false, nil))
+        let commit = Mutex<(xid: Int64?, value: T?)>((nil, nil))
         let logger = logger
         do {
             return try await withCallDeadline(configuration.callTimeout) { connection in
@@ -540,33 +542,33 @@ public final class PostgresTaskStore: TaskStoreBackend, Service {
                     }.first
                     commit.withLock { $0.xid = xid }
                     let value = try await body(connection)
-                    commit.withLock {
-                        $0.value = value
-                        $0.sent = true
-                    }
+                    commit.withLock { $0.value = value }
                     try await connection.query("COMMIT", logger: logger)
                     return value
                 } catch {
-                    if !commit.withLock({ $0.sent }) {
+                    if commit.withLock({ $0.value == nil }) {
                         _ = try? await connection.query("ROLLBACK", logger: logger)
                     }
                     throw error
                 }
             }
         } catch {
-            let state = commit.withLock { $0 }
             let storeError = Self.storeError(error, location: location)
-            // A server's answer to the COMMIT (an error with a SQLSTATE) is final; a lost answer is not.
-            guard state.sent, let xid = state.xid, let value = state.value, storeError.reason == .unavailable else {
-                throw storeError
-            }
-            switch await transactionStatus(xid) {
+            // A server's answer (an error with a SQLSTATE other than a shutdown's) is final. A lost connection or a
+            // deadline is not: the COMMIT may have been sent (by this task, or by the body still running when the
+            // deadline passed, before its connection closed) and gone through; the server knows.
+            guard storeError.reason == .unavailable, let xid = commit.withLock({ $0.xid }) else { throw storeError }
+            let status = await transactionStatus(xid)
+            let value = commit.withLock { $0.value }
+            switch status {
             case .committed?:
+                guard let value else { throw storeError }  // A commit follows the body's value: not reached.
                 logger.notice("a commit's answer was lost; it committed", metadata: ["xid": "\(xid)"])
                 return value
             case .aborted?:
                 throw storeError
             case nil:
+                guard let value else { throw storeError }  // Never sent: it cannot commit.
                 pending?(xid, value)
                 throw TaskStoreError(
                     .unavailable, path: location,
