@@ -17,6 +17,7 @@ let package = Package(
         .executable(name: "progressctl", targets: ["progressctl"]),
         .executable(name: "progression-crash-test", targets: ["progression-crash-test"]),
         .executable(name: "progression-fault-test", targets: ["progression-fault-test"]),
+        .executable(name: "progression-chaos-test", targets: ["progression-chaos-test"]),
         .executable(name: "progression-bench", targets: ["progression-bench"]),
         .executable(name: "progression-demo", targets: ["progression-demo"]),
         // The same store on PostgreSQL, for executors on several hosts. Built only with the `PostgreSQL` trait.
@@ -143,6 +144,23 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "tools/fault-test",
+            swiftSettings: swiftSettings
+        ),
+        // Three workers on one PostgreSQL server that is restarted and whose backends are killed at random, and a
+        // network partition of one worker (network namespaces); checks that every job completes once, no worker
+        // freezes and all stop gracefully (run by .ci/run). Without the `PostgreSQL` trait it only says so.
+        .executableTarget(
+            name: "progression-chaos-test",
+            dependencies: [
+                "Progression", "ProgressionTestSupport",
+                .target(name: "ProgressionPostgres", condition: .when(traits: ["PostgreSQL"])),
+                .target(name: "ProgressionPostgresTestSupport", condition: .when(traits: ["PostgreSQL"])),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "tools/chaos-test",
             swiftSettings: swiftSettings
         ),
         // Measures the performance targets side by side in one run (release builds only); not part of `swift test`.
