@@ -35,6 +35,8 @@ struct PostgresMigrator {
     {
         try await connection.query("BEGIN", logger: logger)
         do {
+            // A migration may rewrite a large table: the store's statement timeout is for its calls, not for this.
+            try await connection.query("SET LOCAL statement_timeout = 0", logger: logger)
             let applied = try await stepInTransaction(connection, logger: logger, create: create, readOnly: readOnly)
             try await connection.query(applied == nil ? "ROLLBACK" : "COMMIT", logger: logger)
             return applied

@@ -305,6 +305,14 @@ extension PostgresTaskStore {
 
 #if PostgreSQL
 extension PostgresTaskStore {
+    /// Drops the store's schema with everything in it: for the benchmark's throwaway schemas on a server it did not
+    /// start.
+    package func dropSchema() async throws {
+        try await write { [self] connection in
+            try await connection.query(PostgresQuery(unsafeSQL: "DROP SCHEMA \(names.quoted) CASCADE"), logger: logger)
+        }
+    }
+
     /// How many unfinished roots `owner` holds (the unfinished roots' index by owner): for tools that watch a
     /// recovery.
     package func countUnfinishedRoots(heldBy owner: String) async throws -> Int {

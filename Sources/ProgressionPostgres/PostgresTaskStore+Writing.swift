@@ -27,13 +27,12 @@ extension PostgresTaskStore {
     // MARK: The writer's batches
 
     package func insert(_ tasks: [TaskRecord], events: [TaskEvent]) async throws {
-        try await write { [self] connection in
+        try await write(notify: true) { [self] connection in
             if !tasks.isEmpty {
                 try await connection.query(
                     PostgresQuery(unsafeSQL: insertSQL(onConflict: ""), binds: try columnArrays(tasks)), logger: logger)
             }
             try await insertEvents(events, connection: connection)
-            try await connection.query(PostgresQuery(unsafeSQL: names.notify), logger: logger)
         }
     }
 
@@ -51,12 +50,10 @@ extension PostgresTaskStore {
         let batch = try await settleAmbiguousBatches(batch)
         let inserted = Set(batch.inserts.map(\.id))
         let events = batch.events
-        return try await write(pending: { xid, _ in
+        return try await write(notify: true, pending: { xid, _ in
             self.ambiguous.withLock { $0.batches.append(Ambiguous.Batch(xid: xid, inserted: inserted, events: events)) }
         }) { [self] connection in
-            let result = try await self.apply(batch, connection: connection)
-            try await connection.query(PostgresQuery(unsafeSQL: self.names.notify), logger: self.logger)
-            return result
+            try await self.apply(batch, connection: connection)
         }
     }
 
@@ -231,7 +228,7 @@ extension PostgresTaskStore {
     package func change(_ request: TaskChangeRequest) async throws -> TaskChangeResult {
         let location = location
         // The lifecycle's refusal is the caller's to see as it is, not as a store error.
-        let outcome: Result<TaskChangeResult, ProgressionError> = try await write { [self] connection in
+        let outcome: Result<TaskChangeResult, ProgressionError> = try await write(notify: true) { [self] connection in
             let nodes = try await subtree(of: request.taskID, connection: connection, lock: true)
             guard let before = nodes.first else {
                 throw TaskStoreError(.notFound, path: location, message: "no task with id '\(request.taskID)'")
@@ -245,7 +242,6 @@ extension PostgresTaskStore {
             }
             if case .remove = request.transition {
                 try await delete(nodes, connection: connection)
-                try await connection.query(PostgresQuery(unsafeSQL: names.notify), logger: logger)
                 return .success(TaskChangeResult(before: before, after: nil, deleted: nodes.count))
             }
             // Descendants of a cancelled task end with it.
@@ -255,7 +251,6 @@ extension PostgresTaskStore {
             }
             let updates = [TaskUpdate(after, columns: TaskColumns.changed(from: before, to: after))] + cascade
             _ = try await apply(TaskBatch(updates: updates, events: event.map { [$0] } ?? []), connection: connection)
-            try await connection.query(PostgresQuery(unsafeSQL: names.notify), logger: logger)
             return .success(TaskChangeResult(before: before, after: after, cascaded: cascade.count))
         }
         return try outcome.get()
@@ -449,7 +444,8 @@ extension PostgresTaskStore {
     }
 
     package func addControlRequest(_ request: ControlRequest) async throws -> Int64 {
-        try await write { [self] connection in
+        // The notification wakes the owner on whatever host it runs.
+        try await write(notify: true) { [self] connection in
             let id = try await rows(
                 """
                 INSERT INTO \(names.controlRequests) (task_id, action, owner_id, requested_at, handled_at, outcome)
@@ -460,20 +456,17 @@ extension PostgresTaskStore {
                     request.handledAt?.storedMilliseconds, request.outcome),
                 connection: connection
             ) { try $0.decode(Int64.self) }.first ?? 0
-            // Wakes the owner on whatever host it runs.
-            try await connection.query(PostgresQuery(unsafeSQL: names.notify), logger: logger)
             return id
         }
     }
 
     package func completeControlRequest(id: Int64, outcome: String, at date: Date) async throws {
-        try await write { [self] connection in
+        try await write(notify: true) { [self] connection in
             try await connection.query(
                 PostgresQuery(
                     unsafeSQL: "UPDATE \(names.controlRequests) SET handled_at = $1, outcome = $2 WHERE id = $3",
                     binds: bindings(date.storedMilliseconds, outcome, id)),
                 logger: logger)
-            try await connection.query(PostgresQuery(unsafeSQL: names.notify), logger: logger)
         }
     }
 

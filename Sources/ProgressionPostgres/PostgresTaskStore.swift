@@ -92,6 +92,9 @@ public final class PostgresTaskStore: TaskStoreBackend, Service {
         /// longer (`statement_timeout`) and a session left idle inside a transaction for longer than twice this
         /// (`idle_in_transaction_session_timeout`), which frees the locks of a client cut off from it.
         public var callTimeout: Duration = .seconds(10)
+        /// The deadline of opening the store: connecting, checking the schema and applying its migrations (which may
+        /// rewrite large tables: their statements have no statement timeout).
+        public var openTimeout: Duration = .seconds(120)
         /// The `application_name` of the store's sessions (what `pg_stat_activity` shows).
         public var applicationName = "progression"
 
@@ -284,11 +287,11 @@ public final class PostgresTaskStore: TaskStoreBackend, Service {
         end(outcome)
     }
 
-    /// Connects and migrates, within the connection timeout plus the call timeout.
+    /// Connects and migrates, within the open timeout.
     private func open() async throws {
         let migrator = PostgresMigrator(names: names, migrations: PostgresMigration.embedded, location: location)
         let configuration = configuration
-        try await withCallDeadline(configuration.connectTimeout + configuration.callTimeout, opening: true) { connection in
+        try await withCallDeadline(configuration.openTimeout, opening: true) { connection in
             try await migrator.prepare(
                 connection: connection, logger: self.logger, create: configuration.createIfMissing,
                 readOnly: configuration.readOnly)
@@ -515,7 +518,7 @@ public final class PostgresTaskStore: TaskStoreBackend, Service {
         if opening {
             return TaskStoreError(
                 .cannotOpen, path: location,
-                message: "no answer from the server within \(configuration.connectTimeout + configuration.callTimeout)")
+                message: "no answer from the server within \(configuration.openTimeout)")
         }
         return notOpenReason
     }
@@ -527,22 +530,28 @@ public final class PostgresTaskStore: TaskStoreBackend, Service {
     /// transaction committed is looked up (`txid_status`) on another connection: the value is returned when it did.
     /// When that cannot be known yet (the server is down), `pending` is called with the transaction id before the
     /// `.unavailable` error is thrown, so that a caller can look again later (see ``Ambiguous``).
+    ///
+    /// With `notify`, the transaction wakes every listener of the schema (other executors, progressctl) when it
+    /// commits; the notification goes in the statement that reads the transaction's id, before the `COMMIT`.
     @discardableResult
     func write<T: Sendable>(
-        pending: (@Sendable (Int64, T) -> Void)? = nil, _ body: @escaping @Sendable (PostgresConnection) async throws -> T
+        notify: Bool = false, pending: (@Sendable (Int64, T) -> Void)? = nil,
+        _ body: @escaping @Sendable (PostgresConnection) async throws -> T
     ) async throws -> T {
         let commit = Mutex<(xid: Int64?, value: T?)>((nil, nil))
         let logger = logger
+        let last = "SELECT txid_current()" + (notify ? " FROM pg_notify('\(names.channel)', '')" : "")
         do {
             return try await withCallDeadline(configuration.callTimeout) { connection in
                 try await connection.query("BEGIN", logger: logger)
                 do {
-                    let xid = try await self.rows("SELECT txid_current()", connection: connection) {
-                        try $0.decode(Int64.self)
-                    }.first
-                    commit.withLock { $0.xid = xid }
                     let value = try await body(connection)
-                    commit.withLock { $0.value = value }
+                    // Read last, once nothing can fail but the commit: only a commit needs to be looked up.
+                    let xid = try await self.rows(last, connection: connection) { try $0.decode(Int64.self) }.first
+                    commit.withLock {
+                        $0.xid = xid
+                        $0.value = value
+                    }
                     try await connection.query("COMMIT", logger: logger)
                     return value
                 } catch {
