@@ -108,11 +108,21 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // What progressctl and the console share: opening a database by path or URL, reading it as `--json` shows it,
+        // and changing tasks through the one control path (TaskControl). Not a product; no HTTP in it.
+        .target(
+            name: "ProgressionOperator",
+            dependencies: [
+                "Progression",
+                .target(name: "ProgressionPostgres", condition: .when(traits: ["PostgreSQL"])),
+            ],
+            swiftSettings: swiftSettings
+        ),
         // The operator's command-line tool.
         .executableTarget(
             name: "progressctl",
             dependencies: [
-                "Progression",
+                "Progression", "ProgressionOperator",
                 .target(name: "ProgressionPostgres", condition: .when(traits: ["PostgreSQL"])),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
@@ -210,7 +220,7 @@ let package = Package(
         // Runs the built progressctl binary as a child process; depending on it makes `swift test` build it.
         .testTarget(
             name: "ProgressctlTests",
-            dependencies: ["Progression", "ProgressionTestSupport", "progressctl"],
+            dependencies: ["Progression", "ProgressionOperator", "ProgressionTestSupport", "progressctl"],
             swiftSettings: swiftSettings
         ),
         // Runs the built progression-demo (and progressctl) binaries as child processes.

@@ -94,8 +94,29 @@ extension PostgresTaskStore {
             parameters.append(name.asciiLowercased)
             conditions.append("strpos(lower(name), $\(parameters.count)) > 0")
         }
+        if let input = query.inputContains, !input.isEmpty {
+            // Bytes in bytes, as SQLite's instr on blobs (a NULL input matches nothing).
+            parameters.append(input)
+            conditions.append("position(convert_to($\(parameters.count), 'UTF8') in input) > 0")
+        }
+        for filter in query.input {
+            // The value as text (#>>): a string as itself, a number as its JSON text, true, false or null; an object
+            // or an array never equals a filter's text. An input that is not JSON matches nothing.
+            parameters.append(filter.path)
+            let path = parameters.count
+            parameters.append(filter.value)
+            conditions.append(
+                """
+                (CASE WHEN \(Self.inputIsJSON) THEN jsonb_typeof(convert_from(input, 'UTF8')::jsonb #> $\(path)::text[]) NOT IN ('object', 'array')
+                  AND coalesce(convert_from(input, 'UTF8')::jsonb #>> $\(path)::text[], 'null') = $\(parameters.count) END)
+                """)
+        }
         return (conditions.joined(separator: " AND "), parameters)
     }
+
+    /// Whether a row's input is a JSON object (what an input filter can read): a check that needs no cast that could
+    /// fail.
+    static let inputIsJSON = "input IS NOT NULL AND left(convert_from(input, 'UTF8'), 1) = '{'"
 
     /// History matching `query`, oldest first.
     public func events(_ query: EventQuery) async throws -> [TaskEvent] {
@@ -189,6 +210,21 @@ extension PostgresTaskStore {
                 WHERE parent_id IS NULL AND finished_at IS NULL AND status = 'pending'
                 """, connection: connection, { try $0.decode(Int64?.self) }
             ).first?.map(Date.init(storedMilliseconds:))
+            for (kind, count) in try await rows(
+                """
+                SELECT coalesce(kind, ''), count(*) FROM \(names.tasks)
+                WHERE parent_id IS NULL AND finished_at IS NULL AND status = 'pending' GROUP BY kind
+                """, connection: connection, { try $0.decode((String, Int64).self) })
+            {
+                statistics.pendingByKind[kind] = Int(count)
+            }
+            statistics.completedWithFailedSteps = Int(
+                try await rows(
+                    """
+                    SELECT count(*) FROM \(names.tasks) AS root WHERE root.parent_id IS NULL AND root.status = 'completed'
+                      AND root.id IN (SELECT root_id FROM \(names.tasks) WHERE parent_id IS NOT NULL AND status = 'failed')
+                    """, connection: connection, { try $0.decode(Int64.self) }
+                ).first ?? 0)
             statistics.events = Int(
                 try await rows("SELECT count(*) FROM \(names.events)", connection: connection) {
                     try $0.decode(Int64.self)
@@ -207,15 +243,18 @@ extension PostgresTaskStore {
     package func owners() async throws -> [OwnerRecord] {
         try await read { [self] connection in
             try await rows(
-                "SELECT id, host, pid, started_at, heartbeat_at, stopped_at FROM \(names.owners) ORDER BY started_at, id",
+                """
+                SELECT id, host, pid, started_at, heartbeat_at, stopped_at, kinds FROM \(names.owners)
+                ORDER BY started_at, id
+                """,
                 connection: connection
             ) { row in
-                let (id, host, pid, startedAt, heartbeatAt, stoppedAt) = try row.decode(
-                    (String, String, Int32, Int64, Int64, Int64?).self)
+                let (id, host, pid, startedAt, heartbeatAt, stoppedAt, kinds) = try row.decode(
+                    (String, String, Int32, Int64, Int64, Int64?, String?).self)
                 return OwnerRecord(
                     id: id, host: host, pid: pid, startedAt: Date(storedMilliseconds: startedAt),
                     heartbeatAt: Date(storedMilliseconds: heartbeatAt),
-                    stoppedAt: stoppedAt.map(Date.init(storedMilliseconds:)))
+                    stoppedAt: stoppedAt.map(Date.init(storedMilliseconds:)), kinds: OwnerRecord.decodeKinds(kinds))
             }
         }
     }

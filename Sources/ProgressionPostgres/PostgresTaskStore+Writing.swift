@@ -121,24 +121,39 @@ extension PostgresTaskStore {
         var rejected: [String] = []
         var conflicting: [String] = []
         var rejectedRoots: Set<String> = []
-        if let owner = batch.owner {
+        // Roots queued unowned in the writer's memory: written only while still unowned with the status it read.
+        var unownedGuards: [String: TaskStatus] = [:]
+        for update in batch.updates {
+            if let status = update.unownedWithStatus { unownedGuards[update.record.id] = status }
+        }
+        if batch.owner != nil || !unownedGuards.isEmpty {
             let inserted = Set(batch.inserts.lazy.filter(\.isRoot).map(\.id))
             var roots: Set<String> = []
-            for record in batch.inserts where !record.isRoot && !inserted.contains(record.rootID) {
-                roots.insert(record.rootID)
+            if batch.owner != nil {
+                for record in batch.inserts where !record.isRoot && !inserted.contains(record.rootID) {
+                    roots.insert(record.rootID)
+                }
+                for update in batch.updates where !inserted.contains(update.record.rootID) {
+                    roots.insert(update.record.rootID)
+                }
             }
-            for update in batch.updates where !inserted.contains(update.record.rootID) {
-                roots.insert(update.record.rootID)
-            }
+            roots.formUnion(unownedGuards.keys)
             if !roots.isEmpty {
                 let sorted = roots.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
                 let holders = try await rows(
                     """
-                    SELECT id, owner_id FROM \(names.tasks) WHERE id = ANY($1::text[]) AND parent_id IS NULL
+                    SELECT id, owner_id, status FROM \(names.tasks) WHERE id = ANY($1::text[]) AND parent_id IS NULL
                     ORDER BY id FOR NO KEY UPDATE
                     """, bindings(sorted), connection: connection
-                ) { try $0.decode((String, String?).self) }
-                let held = Set(holders.filter { $0.1 == owner }.map(\.0))
+                ) { try $0.decode((String, String?, String).self) }
+                var held: Set<String> = []
+                for (id, holder, status) in holders {
+                    if let expected = unownedGuards[id] {
+                        if holder == nil && status == expected.rawValue { held.insert(id) }
+                    } else if holder == batch.owner {
+                        held.insert(id)
+                    }
+                }
                 rejectedRoots = roots.subtracting(held)
             }
         }
@@ -244,11 +259,8 @@ extension PostgresTaskStore {
                 try await delete(nodes, connection: connection)
                 return .success(TaskChangeResult(before: before, after: nil, deleted: nodes.count))
             }
-            // Descendants of a cancelled task end with it.
-            var cascade: [TaskUpdate] = []
-            if case .cancel = request.transition {
-                cascade = try TaskUpdate.cancelling(nodes.dropFirst(), at: request.at)
-            }
+            // Descendants of a cancelled task end with it; a job run now stops sleeping.
+            let cascade = try TaskUpdate.cascade(of: request.transition, over: nodes.dropFirst(), at: request.at)
             let updates = [TaskUpdate(after, columns: TaskColumns.changed(from: before, to: after))] + cascade
             _ = try await apply(TaskBatch(updates: updates, events: event.map { [$0] } ?? []), connection: connection)
             return .success(TaskChangeResult(before: before, after: after, cascaded: cascade.count))
@@ -286,58 +298,99 @@ extension PostgresTaskStore {
 
     package func claimRoots(_ claim: RootClaim) async throws -> [ClaimedRoot] {
         guard !claim.fromOwners.isEmpty, claim.limit > 0 else { return [] }
-        var parameters = PostgresBindings()
-        parameters.append(Int64(claim.limit))
-        var kindCondition = ""
-        if let kinds = claim.kinds {
-            if kinds.isEmpty {
-                kindCondition = " AND kind IS NULL"
-            } else {
-                parameters.append(kinds.sorted())
-                kindCondition = " AND (kind IS NULL OR kind = ANY($\(parameters.count)::text[]))"
+        let location = location
+        let newOwner = claim.newOwner
+        let earlier = try await settleAmbiguousClaims()
+        let claimed = try await write(pending: { xid, roots in
+            self.ambiguous.withLock { $0.claims.append(Ambiguous.Claim(xid: xid, roots: roots)) }
+        }) { [self] connection -> [ClaimedRoot] in
+            // Kinds paused across the fleet, and the room of kinds with a limit: their rows in job_kinds are locked,
+            // so that two claims of one kind count one after the other.
+            let paused = Set(
+                try await rows("SELECT name FROM \(names.pausedKinds)", PostgresBindings(), connection: connection) {
+                    try $0.decode(String.self)
+                })
+            var room: [String: Int] = [:]
+            for (name, limit) in try await rows(
+                """
+                SELECT name, max_concurrent FROM \(names.jobKinds) WHERE max_concurrent IS NOT NULL
+                ORDER BY name FOR UPDATE
+                """, PostgresBindings(), connection: connection, { try $0.decode((String, Int).self) })
+            where claim.kinds?.contains(name) ?? true {
+                room[name] = limit
             }
-        }
-        // One branch per owner, each an ordered scan of the unfinished roots' index for that owner (one scan over
-        // every owner would sort them all for each chunk); each locks its rows, skipping those another executor holds
-        // (a branch's rows beyond the chunk stay locked until the commit: a concurrent claim takes others).
-        var branches: [String] = []
-        var seen: Set<String?> = []
-        for owner in claim.fromOwners where seen.insert(owner).inserted {
-            let condition: String
-            if let owner {
-                parameters.append(owner)
-                condition = "owner_id = $\(parameters.count)"
-            } else {
-                condition = "owner_id IS NULL"
+            if !room.isEmpty {
+                for (kind, count) in try await rows(
+                    """
+                    SELECT kind, count(*) FROM \(names.tasks)
+                    WHERE parent_id IS NULL AND finished_at IS NULL AND owner_id IS NOT NULL
+                      AND status IN ('running', 'pending') AND kind = ANY($1::text[])
+                    GROUP BY kind
+                    """, bindings(room.keys.sorted()), connection: connection, { try $0.decode((String, Int).self) })
+                {
+                    room[kind] = max(0, (room[kind] ?? 0) - count)
+                }
             }
+            var parameters = PostgresBindings()
+            parameters.append(Int64(claim.limit))
+            parameters.append(claim.now.storedMilliseconds)
+            var kindCondition = ""
+            if let kinds = claim.kinds {
+                let runnable = kinds.subtracting(paused).filter { room[$0] != 0 }.sorted()
+                if runnable.isEmpty {
+                    kindCondition = " AND kind IS NULL"
+                } else {
+                    parameters.append(runnable)
+                    kindCondition = " AND (kind IS NULL OR kind = ANY($\(parameters.count)::text[]))"
+                }
+            } else {
+                let blocked = paused.union(room.filter { $0.value == 0 }.keys).sorted()
+                if !blocked.isEmpty {
+                    parameters.append(blocked)
+                    kindCondition = " AND (kind IS NULL OR NOT kind = ANY($\(parameters.count)::text[]))"
+                }
+            }
+            // One branch per owner, each an ordered scan of the unfinished roots' index for that owner (one scan over
+            // every owner would sort them all for each chunk), and one for the due roots that waited for a time; each
+            // locks its rows, skipping those another executor holds (a branch's rows beyond the chunk stay locked
+            // until the commit: a concurrent claim takes others). Paused roots are not claimed.
+            var branches: [String] = []
+            var owners: [String] = []
+            var seen: Set<String?> = []
+            for owner in claim.fromOwners where seen.insert(owner).inserted {
+                let condition: String
+                if let owner {
+                    parameters.append(owner)
+                    owners.append(owner)
+                    condition = "owner_id = $\(parameters.count)"
+                } else {
+                    condition = "owner_id IS NULL"
+                }
+                branches.append(
+                    """
+                    owner\(branches.count) AS (
+                      SELECT id, status, kind, priority, created_at, next_attempt_at, owner_id FROM \(names.tasks)
+                      WHERE parent_id IS NULL AND finished_at IS NULL AND \(condition) AND next_attempt_at IS NULL
+                        AND status <> 'paused'\(kindCondition)
+                      ORDER BY priority DESC, created_at, id LIMIT $1 FOR UPDATE SKIP LOCKED)
+                    """)
+            }
+            parameters.append(owners)
             branches.append(
                 """
                 owner\(branches.count) AS (
                   SELECT id, status, kind, priority, created_at, next_attempt_at, owner_id FROM \(names.tasks)
-                  WHERE parent_id IS NULL AND finished_at IS NULL AND \(condition)\(kindCondition)
-                  ORDER BY priority DESC, created_at, id LIMIT $1 FOR UPDATE SKIP LOCKED)
+                  WHERE parent_id IS NULL AND finished_at IS NULL AND next_attempt_at IS NOT NULL
+                    AND next_attempt_at <= $2 AND status <> 'paused'
+                    AND (owner_id IS NULL OR owner_id = ANY($\(parameters.count)::text[]))\(kindCondition)
+                  ORDER BY next_attempt_at LIMIT $1 FOR UPDATE SKIP LOCKED)
                 """)
-        }
-        let location = location
-        let newOwner = claim.newOwner
-        let earlier = try await settleAmbiguousClaims()
-        let claimParameters = parameters
-        let claimBranches = branches
-        let names = names
-        let claimed = try await write(pending: { xid, roots in
-            self.ambiguous.withLock { $0.claims.append(Ambiguous.Claim(xid: xid, roots: roots)) }
-        }) { [self] connection -> [ClaimedRoot] in
-            let parameters = claimParameters
-            let branches = claimBranches
-            // The chunk, locked (rows another executor holds are skipped) and read as it is before the claim; then
-            // taken by one statement over the same ids. Subtasks are fenced through their root's owner, so they need
-            // no change. (An UPDATE … FROM the chunk would hash the whole table to join it, for every chunk.)
-            let chunk = try await rows(
+            let candidates = try await rows(
                 """
                 WITH \(branches.joined(separator: ",\n"))
                 SELECT id, status, kind, priority, created_at, next_attempt_at, owner_id FROM (\(
                   branches.indices.map { "SELECT * FROM owner\($0)" }.joined(separator: " UNION ALL "))) AS candidates
-                ORDER BY priority DESC, created_at, id LIMIT $1
+                ORDER BY priority DESC, created_at, id
                 """, parameters, connection: connection
             ) { row -> ClaimedRoot in
                 let (id, statusText, kind, priority, createdAt, nextAttemptAt, previousOwner) = try row.decode(
@@ -351,7 +404,19 @@ extension PostgresTaskStore {
                     createdAt: Date(storedMilliseconds: createdAt),
                     nextAttemptAt: nextAttemptAt.map(Date.init(storedMilliseconds:)), previousOwner: previousOwner)
             }
+            var left = room
+            var chunk: [ClaimedRoot] = []
+            var ids: Set<String> = []
+            for root in candidates where chunk.count < claim.limit && ids.insert(root.id).inserted {
+                if let kind = root.kind, let room = left[kind] {
+                    guard room > 0 else { continue }
+                    left[kind] = room - 1
+                }
+                chunk.append(root)
+            }
             guard !chunk.isEmpty else { return [] }
+            // Taken by one statement over the ids. Subtasks are fenced through their root's owner, so they need no
+            // change. (An UPDATE … FROM the chunk would hash the whole table to join it, for every chunk.)
             let taken = try await rows(
                 "WITH taken AS (UPDATE \(names.tasks) SET owner_id = $1 WHERE id = ANY($2::text[]) RETURNING 1) SELECT count(*) FROM taken",
                 bindings(newOwner, chunk.map(\.id)), connection: connection
@@ -430,15 +495,16 @@ extension PostgresTaskStore {
             try await connection.query(
                 PostgresQuery(
                     unsafeSQL: """
-                        INSERT INTO \(names.owners) (id, host, pid, started_at, heartbeat_at, stopped_at)
-                        VALUES ($1, $2, $3, $4, $5, $6)
+                        INSERT INTO \(names.owners) (id, host, pid, started_at, heartbeat_at, stopped_at, kinds)
+                        VALUES ($1, $2, $3, $4, $5, $6, $7)
                         ON CONFLICT (id) DO UPDATE SET host = excluded.host, pid = excluded.pid,
                           started_at = excluded.started_at, heartbeat_at = excluded.heartbeat_at,
-                          stopped_at = excluded.stopped_at
+                          stopped_at = excluded.stopped_at, kinds = excluded.kinds
                         """,
                     binds: bindings(
                         owner.id, owner.host, owner.pid, owner.startedAt.storedMilliseconds,
-                        owner.heartbeatAt.storedMilliseconds, owner.stoppedAt?.storedMilliseconds)),
+                        owner.heartbeatAt.storedMilliseconds, owner.stoppedAt?.storedMilliseconds,
+                        try OwnerRecord.encodeKinds(owner.kinds))),
                 logger: logger)
         }
     }
@@ -470,33 +536,6 @@ extension PostgresTaskStore {
         }
     }
 
-    // MARK: Job kinds
-
-    package func saveKinds(_ kinds: [String: TaskOptions], at date: Date) async throws {
-        guard !kinds.isEmpty else { return }
-        let sorted = kinds.sorted { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }
-        let options = try sorted.map { try encodedOptions($0.value) }
-        try await write { [self] connection in
-            try await connection.query(
-                PostgresQuery(
-                    unsafeSQL: """
-                        INSERT INTO \(names.jobKinds) (name, options, updated_at)
-                        SELECT name, options, $3 FROM unnest($1::text[], $2::text[]) AS k(name, options)
-                        ON CONFLICT (name) DO UPDATE SET options = excluded.options, updated_at = excluded.updated_at
-                        """, binds: bindings(sorted.map(\.key), options, date.storedMilliseconds)),
-                logger: logger)
-        }
-    }
-
-    package func registeredKinds() async throws -> [String: TaskOptions] {
-        let stored = try await read { [self] connection in
-            try await self.rows("SELECT name, options FROM \(names.jobKinds) ORDER BY name", connection: connection) {
-                try $0.decode((String, String).self)
-            }
-        }
-        return try TaskOptions.decodeKinds(stored.map { (name: $0.0, options: $0.1) }, decoder: decoder, location: location)
-    }
-
     // MARK: Maintenance
 
     package func maintain(_ work: StoreMaintenance) async throws {
@@ -514,7 +553,7 @@ extension PostgresTaskStore {
                     try await connection.query(PostgresQuery(unsafeSQL: "VACUUM (ANALYZE) \(table)"), logger: logger)
                 }
                 try await connection.query("RESET statement_timeout", logger: logger)
-            }
+                    }
         }
     }
 }

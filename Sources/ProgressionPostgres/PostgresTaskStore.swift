@@ -663,6 +663,8 @@ struct PostgresNames: Sendable {
     var owners: String { "\(quoted).owners" }
     var controlRequests: String { "\(quoted).control_requests" }
     var jobKinds: String { "\(quoted).job_kinds" }
+    var pausedKinds: String { "\(quoted).paused_kinds" }
+    var schedules: String { "\(quoted).schedules" }
     var migrations: String { "\(quoted).schema_migrations" }
     var rootIdentifiers: String { "\(quoted).root_identifiers" }
 

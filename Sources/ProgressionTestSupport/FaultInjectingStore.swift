@@ -10,7 +10,7 @@ import Synchronization
 /// let store = FaultInjectingStore(wrapping: try SQLiteTaskStore(path: path))
 /// store.plan.failNextWrites(3, with: .diskFull)
 /// ```
-package final class FaultInjectingStore: TaskStoreBackend {
+package final class FaultInjectingStore: TaskStoreBackend, FleetStoreForwarding {
     /// The errors a storage fault throws: what SQLite reports for them, as `TaskStoreError`s.
     package enum Fault: String, Sendable, CaseIterable {
         case diskFull, ioError, busy
@@ -171,8 +171,8 @@ package final class FaultInjectingStore: TaskStoreBackend {
         try await read { try await inner.controlRequest(id: id) }
     }
     package func changeCounter() async throws -> Int64 { try await read { try await inner.changeCounter() } }
-    package func registeredKinds() async throws -> [String: TaskOptions] {
-        try await read { try await inner.registeredKinds() }
+    package func failedSteps(ofRoots ids: [String]) async throws -> [String: Int] {
+        try await read { try await inner.failedSteps(ofRoots: ids) }
     }
 
     // MARK: Writing
@@ -208,7 +208,11 @@ package final class FaultInjectingStore: TaskStoreBackend {
         try await write { try await inner.completeControlRequest(id: id, outcome: outcome, at: date) }
     }
     package func maintain(_ work: StoreMaintenance) async throws { try await write { try await inner.maintain(work) } }
-    package func saveKinds(_ kinds: [String: TaskOptions], at date: Date) async throws {
-        try await write { try await inner.saveKinds(kinds, at: date) }
+    package func forwardFleet<T: Sendable>(
+        writes: Bool, _ body: @Sendable (any FleetStore) async throws -> T
+    ) async throws -> T {
+        let inner = inner
+        if writes { return try await write { try await body(inner) } }
+        return try await read { try await body(inner) }
     }
 }

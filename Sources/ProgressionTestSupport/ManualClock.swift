@@ -1,3 +1,5 @@
+import Foundation
+import Progression
 import Synchronization
 
 /// A clock that moves only when a test advances it: sleepers wake when their deadline is reached.
@@ -8,7 +10,7 @@ import Synchronization
 /// clock.advance(by: .seconds(5))
 /// try await sleeper.value
 /// ```
-public final class ManualClock: Clock, Sendable {
+public final class ManualClock: Clock, WallClockProviding, Sendable {
     /// A point on the clock: how far it has been advanced from its start.
     public struct Instant: InstantProtocol {
         /// The time since the clock's start.
@@ -34,8 +36,19 @@ public final class ManualClock: Clock, Sendable {
 
     private let state = Mutex<(now: Instant, sleepers: [Int: Sleeper], next: Int)>((Instant(offset: .zero), [:], 0))
 
-    /// A clock at its start, with no sleepers.
-    public init() {}
+    /// The wall-clock time of the clock's start.
+    public let origin: Date
+
+    /// A clock at its start, with no sleepers; its wall time starts at `origin`.
+    public init(origin: Date = Date(timeIntervalSince1970: Double(Int64(Date().timeIntervalSince1970 * 1000)) / 1000)) {
+        self.origin = origin
+    }
+
+    /// The wall-clock time now: the origin plus how far the clock was advanced.
+    public var wallClockNow: Date {
+        let offset = now.offset
+        return origin.addingTimeInterval(Double(offset.components.seconds) + Double(offset.components.attoseconds) / 1e18)
+    }
 
     /// The clock's time now.
     public var now: Instant { state.withLock { $0.now } }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Progression
+import ProgressionOperator
 
 /// Options every command takes: which database, how long to wait for its lock, JSON output and colour.
 struct GlobalOptions: ParsableArguments {

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import ProgressionOperator
 
 /// `progressctl`: the operator's tool for a Progression database — read what runs and what failed, and change tasks
 /// whether or not the service that runs them is up.
@@ -17,7 +18,7 @@ struct Progressctl: AsyncParsableCommand {
             goes to the executor that holds the task as a control request when that executor is alive, and is \
             written directly (one transaction with a state check) when none is.
 
-            A change of many tasks takes filters instead of an id (--status, --kind, --since, --until, --name), \
+            A change of many tasks takes filters instead of an id (--status, --kind, --since, --until, --name, --input), \
             shows what it would do with --dry-run, asks before it acts on a terminal (--yes to skip the question) \
             and ends with one line counting what it changed.
 
@@ -30,13 +31,18 @@ struct Progressctl: AsyncParsableCommand {
               progressctl watch
               progressctl retry --all-failed --kind import --dry-run
               progressctl cancel --status pending --kind import --until 2h --yes
-              progressctl submit import --input '{"file": "a.csv"}' --retryable
+              progressctl submit import --input '{"file": "a.csv"}' --retryable --name "import a.csv"
+              progressctl submit report --input '{}' --delay 10m
+              progressctl run-now 8k3fq2xa
+              progressctl kinds; progressctl pause-kind import
+              progressctl schedules
               progressctl prune --older-than 7d --vacuum
             """,
         version: ProgressionVersion.current,
         subcommands: [
             List.self, Show.self, History.self, Watch.self, Stats.self, Doctor.self,
-            Submit.self, Retry.self, Pause.self, Resume.self, Cancel.self, Remove.self, Prune.self,
+            Submit.self, Retry.self, Pause.self, Resume.self, Cancel.self, RunNow.self, Remove.self, Prune.self,
+            Kinds.self, PauseKind.self, ResumeKind.self, Schedules.self,
         ]
     )
 
@@ -105,3 +111,12 @@ extension Progressctl.Resume: GlobalOptionsCommand {}
 extension Progressctl.Cancel: GlobalOptionsCommand {}
 extension Progressctl.Remove: GlobalOptionsCommand {}
 extension Progressctl.Prune: GlobalOptionsCommand {}
+extension Progressctl.RunNow: GlobalOptionsCommand {}
+extension Progressctl.Kinds: GlobalOptionsCommand {}
+extension Progressctl.PauseKind: GlobalOptionsCommand {}
+extension Progressctl.ResumeKind: GlobalOptionsCommand {}
+extension Progressctl.ListSchedules: GlobalOptionsCommand {}
+extension Progressctl.PauseSchedule: GlobalOptionsCommand {}
+extension Progressctl.ResumeSchedule: GlobalOptionsCommand {}
+extension Progressctl.TriggerSchedule: GlobalOptionsCommand {}
+extension Progressctl.RemoveSchedule: GlobalOptionsCommand {}

@@ -27,7 +27,7 @@ struct ProgressTests {
         let store = try SQLiteTaskStore(path: db)
         let input = #"{"directory": "\#(data.path)", "fileDelayMilliseconds": 50, "parallelFiles": 2}"#
         let submitted = try await ChildProcess.run(
-            "progressctl", ["--db", db, "submit", "checksum", "--input", input], in: temp)
+            "progressctl", ["--db", db, "submit", "--allow-unregistered", "checksum", "--input", input], in: temp)
         #expect(submitted.status == 0, "\(submitted.stderr)")
         let jobID = submitted.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
         // progressctl watch, in a process of its own: one line each time the root's status, percent or step changed.

@@ -41,7 +41,7 @@ import Testing
 
     static let anyCommands: [[String]] = [
         ["list"], ["show", "xyz"], ["stats"], ["doctor"], ["retry", "abc-1"], ["pause", "xyz"], ["remove", "abc-2"],
-        ["prune", "--older-than", "1d"], ["submit", "import", "--input", "{}"],
+        ["prune", "--older-than", "1d"], ["submit", "--allow-unregistered", "import", "--input", "{}"],
     ]
 
     @Test(arguments: anyCommands)
@@ -74,7 +74,7 @@ import Testing
         #expect(fixture.bytes() == before)
     }
 
-    @Test(arguments: [["retry", "abc-1"], ["remove", "abc-2"], ["pause", "xyz"], ["submit", "import", "--input", "{}"]])
+    @Test(arguments: [["retry", "abc-1"], ["remove", "abc-2"], ["pause", "xyz"], ["submit", "--allow-unregistered", "import", "--input", "{}"]])
     func aDatabaseLockedByAWriter(command: [String]) async throws {
         let fixture = try await closedFixture()
         let marker = fixture.directory.file("locked")
@@ -107,7 +107,7 @@ import Testing
         (["prune", "--older-than", "soon"], "invalid duration 'soon' for --older-than"),
         (["prune", "--older-than", "7d", "--status", "running"], "finished tasks only"),
         (["prune", "--older-than", "7d", "--status", "nope"], "invalid status 'nope'"),
-        (["submit", "import", "--input", "{not json"], "--input is not valid JSON"),
+        (["submit", "--allow-unregistered", "import", "--input", "{not json"], "--input is not valid JSON"),
         (["list", "--limit=-1"], "--limit must be 0 or more"),
         (["retry"], "give a task id, --all-failed or filters"),
         (["frobnicate"], "frobnicate"),

@@ -4,6 +4,7 @@ import ProgressionTestSupport
 import Testing
 
 @testable import progressctl
+import ProgressionOperator
 
 /// `cancel`, `retry`, `remove`, `pause` and `resume` by filters (issue 14): dry runs, the question on a terminal,
 /// `--yes`, refusals one line each on stderr, and the one-line summary.

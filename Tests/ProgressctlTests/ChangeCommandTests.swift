@@ -18,7 +18,7 @@ struct ChangeDocument: Decodable {
     @Test func submitInsertsAPendingJobAndHonoursTheIdempotencyKey() async throws {
         let fixture = try Fixture()
         let first = try await fixture.run(
-            ["submit", "import", "--input", #"{"file": "a.csv"}"#, "--priority", "5", "--idempotency-key", "a.csv",
+            ["submit", "--allow-unregistered", "import", "--input", #"{"file": "a.csv"}"#, "--priority", "5", "--idempotency-key", "a.csv",
              "--retryable", "--pausable"])
         #expect(first.status == 0, "\(first.stderr)")
         let id = first.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
@@ -28,18 +28,18 @@ struct ChangeDocument: Decodable {
         #expect(task.options.canRetry && task.options.canPause && task.options.canCancel && task.priority == 5)
         #expect(try await fixture.store.events(of: id, after: nil, limit: 10).map(\.kind) == [.created])
 
-        let again = try await fixture.run(["submit", "import", "--input", "{}", "--idempotency-key", "a.csv"])
+        let again = try await fixture.run(["submit", "--allow-unregistered", "import", "--input", "{}", "--idempotency-key", "a.csv"])
         #expect(again.status == 0)
         #expect(again.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == id)
         #expect(try await fixture.store.roots(TaskQuery()).count == 1)
 
-        let named = try await fixture.run(["submit", "export", "--input", "[1, 2]", "--id", "my-export", "--json"])
+        let named = try await fixture.run(["submit", "--allow-unregistered", "export", "--input", "[1, 2]", "--id", "my-export", "--json"])
         struct SubmitDocument: Decodable { var id: String; var created: Bool }
         #expect(try decodeJSON(SubmitDocument.self, from: named.stdout).id == "my-export")
         let task2 = try #require(try await fixture.store.task(id: "my-export"))
         #expect(!task2.options.canRetry && !task2.options.canPause)
 
-        let duplicate = try await fixture.run(["submit", "export", "--input", "1", "--id", "my-export"])
+        let duplicate = try await fixture.run(["submit", "--allow-unregistered", "export", "--input", "1", "--id", "my-export"])
         #expect(duplicate.status != 0)
         #expect(duplicate.errorLines == ["progressctl: error: a task with id 'my-export' exists already"])
     }

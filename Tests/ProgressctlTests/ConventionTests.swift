@@ -4,6 +4,7 @@ import ProgressionTestSupport
 import Testing
 
 @testable import progressctl
+import ProgressionOperator
 
 /// The conventions of issue 14: `--version`, `NO_COLOR` and `--color`, JSON times with milliseconds and `null` for
 /// every absent field, tables aligned in terminal cells, and usage errors for bad values.
@@ -109,7 +110,7 @@ import Testing
         let cancelled = try #require(try jsonObjects(try await fixture.run(["cancel", "c-1", "--json"]).stdout).first)
         #expect(cancelled.isNull("ownerID"))
         let submitted = try #require(
-            try jsonObjects(try await fixture.run(["submit", "import", "--input", "{}", "--json"]).stdout).first)
+            try jsonObjects(try await fixture.run(["submit", "--allow-unregistered", "import", "--input", "{}", "--json"]).stdout).first)
         #expect(submitted.isNull("line"))
     }
 

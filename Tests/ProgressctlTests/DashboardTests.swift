@@ -3,6 +3,7 @@ import Progression
 import Testing
 
 @testable import progressctl
+import ProgressionOperator
 
 /// Task trees made in memory for the renderer.
 enum DashboardFixture {

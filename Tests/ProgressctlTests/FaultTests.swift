@@ -34,7 +34,7 @@ import Testing
 
     static let anyCommands: [[String]] = readCommands + [
         ["retry", "done"], ["pause", "queued"], ["remove", "done"], ["prune", "--older-than", "1d"],
-        ["submit", "import", "--input", "{}"],
+        ["submit", "--allow-unregistered", "import", "--input", "{}"],
     ]
 
     // MARK: Read-only commands and other users (item 5)
@@ -59,11 +59,11 @@ import Testing
         #expect(fixture.bytes() == before)
 
         chmod(fixture.path, 0o600)
-        let submitted = try await OtherUser.run("nobody", ["--db", fixture.path, "submit", "import", "--input", "{}"], in: fixture.directory)
+        let submitted = try await OtherUser.run("nobody", ["--db", fixture.path, "submit", "--allow-unregistered", "import", "--input", "{}"], in: fixture.directory)
         #expect(submitted.status == 0, "the owner's writer: \(submitted.stderr)")
         // Root reads it again while it is writable: the side files it needs get the owner's id and a mode it can write.
         #expect(try await fixture.run(["list"]).status == 0)
-        let again = try await OtherUser.run("nobody", ["--db", fixture.path, "submit", "import", "--input", "{}"], in: fixture.directory)
+        let again = try await OtherUser.run("nobody", ["--db", fixture.path, "submit", "--allow-unregistered", "import", "--input", "{}"], in: fixture.directory)
         #expect(again.status == 0, "the owner's writer after root read it: \(again.stderr)")
         let listed = try await fixture.run(["list", "--json"])
         #expect(try decodeJSON([TaskDocument].self, from: listed.stdout).count == 4)
@@ -83,7 +83,7 @@ import Testing
         expectError(read, containing: "could not write")
         #expect(Self.sideFiles(of: fixture.path).isEmpty)
         #expect(fixture.bytes() == before)
-        let submitted = try await OtherUser.run("daemon", ["--db", fixture.path, "submit", "import", "--input", "{}"], in: fixture.directory)
+        let submitted = try await OtherUser.run("daemon", ["--db", fixture.path, "submit", "--allow-unregistered", "import", "--input", "{}"], in: fixture.directory)
         #expect(submitted.status == 0, "the owner's writer: \(submitted.stderr)")
     }
 
@@ -104,7 +104,7 @@ import Testing
         #expect(Self.sideFiles(of: path).isEmpty)
     }
 
-    @Test(.enabled(if: getuid() == 0, "changes the owner of a link: needs root"), arguments: [["list"], ["submit", "import", "--input", "{}"]])
+    @Test(.enabled(if: getuid() == 0, "changes the owner of a link: needs root"), arguments: [["list"], ["submit", "--allow-unregistered", "import", "--input", "{}"]])
     func aLinkPlantedByAnotherUserIsNotFollowed(command: [String]) async throws {
         let fixture = try await closedFixture()
         let before = fixture.bytes()
@@ -117,7 +117,7 @@ import Testing
         #expect(Self.sideFiles(of: fixture.path).isEmpty)
     }
 
-    @Test(arguments: [["list"], ["submit", "import", "--input", "{}"]])
+    @Test(arguments: [["list"], ["submit", "--allow-unregistered", "import", "--input", "{}"]])
     func aDanglingLinkIsSaidToBeOne(command: [String]) async throws {
         let directory = try TemporaryDirectory()
         let link = directory.file("link.sqlite")

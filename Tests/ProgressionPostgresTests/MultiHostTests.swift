@@ -60,16 +60,15 @@ struct MultiHostTests {
         return records.map(\.id)
     }
 
-    /// A demo service as `host`; with `backlog`, it claims at most that many jobs ahead of its free slots, leaving
-    /// the rest to the other host.
+    /// A demo service as `host` (it claims only what it can start now, leaving the rest to the other host).
     static func serve(
-        _ database: Database, host: String, concurrency: Int, backlog: Int = 100_000, in scratch: TemporaryDirectory
+        _ database: Database, host: String, concurrency: Int, in scratch: TemporaryDirectory
     ) throws -> ChildProcess {
         try ChildProcess(
             "progression-demo",
             [
                 "serve", "--db", database.url, "--concurrency", "\(concurrency)", "--owner-stale-after",
-                "\(staleAfter)", "--claim-backlog", "\(backlog)", "--log-level", "info",
+                "\(staleAfter)", "--log-level", "info",
             ], host: host, in: scratch)
     }
 
@@ -77,9 +76,9 @@ struct MultiHostTests {
         let scratch = try TemporaryDirectory()
         let database = try await Database()
         let directories = try Self.makeData(200, files: 2, in: scratch)
-        // Each host claims at most 16 jobs ahead of its 4 slots, so neither takes the whole batch at once.
-        let a = try Self.serve(database, host: "host-a", concurrency: 4, backlog: 16, in: scratch)
-        let b = try Self.serve(database, host: "host-b", concurrency: 4, backlog: 16, in: scratch)
+        // Each host claims only what its 4 slots can start, so neither takes the whole batch.
+        let a = try Self.serve(database, host: "host-a", concurrency: 4, in: scratch)
+        let b = try Self.serve(database, host: "host-b", concurrency: 4, in: scratch)
         defer { Task { await a.terminate(); await b.terminate() } }
         try await poll("both hosts to start", timeout: .seconds(60)) {
             a.output.contains("serving checksum jobs") && b.output.contains("serving checksum jobs")

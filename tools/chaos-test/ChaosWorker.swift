@@ -23,7 +23,6 @@ extension ChaosTest {
         @Option(help: "Seconds between heartbeats.") var heartbeat = 0.5
         @Option(help: "The deadline of every database call, in seconds.") var callTimeout = 2.0
         @Option(help: "The graceful stop's grace period, in seconds.") var grace = 5.0
-        @Option(help: "Claimed jobs waiting for a slot, at most (so that workers share the jobs).") var claimBacklog = 4
 
         func run() async throws {
             #if PostgreSQL
@@ -40,7 +39,6 @@ extension ChaosTest {
             configuration.ownerStaleAfter = .milliseconds(Int64(staleAfter * 1000))
             configuration.heartbeatInterval = .milliseconds(Int64(heartbeat * 1000))
             configuration.recoveryInterval = .milliseconds(250)
-            configuration.claimBacklogLimit = claimBacklog
             configuration.shutdownGracePeriod = .milliseconds(Int64(grace * 1000))
             // Restarts and killed sessions interrupt jobs; they are not a crash loop.
             configuration.maxInterruptions = 1_000_000

@@ -118,6 +118,32 @@ extension ExecutionEngine {
         if locked({ $0.nodes[handle]?.root.stopReason == .leaseLost }) { throw CancellationError() }
     }
 
+    /// A durable sleep of a node's code until `wake`: the node gets a child named `name` that records the wake time,
+    /// and the root stops and gives its slot back (it is stored pending, unowned, waiting for that time); at the wake
+    /// time any worker claims it and runs its code again — completed steps are skipped, and this call, reached again,
+    /// finds its child and returns. A sleep whose time has passed returns at once.
+    ///
+    /// - Throws: `CancellationError` when the root stops to sleep (the code must let it propagate) or is cancelled;
+    ///   ``ProgressionError/notResumable(taskID:reason:)`` for a closure task.
+    func sleep(_ handle: NodeHandle, until wake: Date, name: String) async throws {
+        try Task.checkCancellation()
+        try await waitWhilePaused(handle)
+        try Task.checkCancellation()
+        let now = now()
+        let outcome = try locked { state throws(ProgressionError) -> SleepDecision in
+            guard let node = state.nodes[handle], !node.removed else { throw .notFound(taskID: "#\(handle)") }
+            return try state.sleep(node, until: wake.roundedToMilliseconds, name: name, now: now)
+        }
+        switch outcome {
+        case .done(let sequence):
+            if let sequence { try await waitForCommit(sequence) }
+        case .sleep(let cancellation):
+            cancellation.run()
+            wakeWriter(urgent: true)
+            throw CancellationError()
+        }
+    }
+
     /// Suspends while the node or an ancestor is paused. Cancelling the waiting task wakes it with
     /// `CancellationError`.
     func waitWhilePaused(_ handle: NodeHandle) async throws {
@@ -135,6 +161,15 @@ extension ExecutionEngine {
                 continuation?.resume(throwing: CancellationError())
             }
         }
+    }
+}
+
+extension ExecutionEngine {
+    /// What a durable sleep call does: return (its time has passed; the sequence of its step's completion to wait
+    /// for), or stop the root (the cancellation to run).
+    enum SleepDecision {
+        case done(Int64?)
+        case sleep(Cancellation)
     }
 }
 
@@ -156,6 +191,46 @@ struct ReportOutcome: Sendable {
 }
 
 extension GraphState {
+    /// Finds (or creates) the sleep child `name` of `node` and decides: its time has passed (it completes), or the root
+    /// stops until then.
+    mutating func sleep(
+        _ node: TaskNode, until wake: Date, name: String, now: Date
+    ) throws(ProgressionError) -> ExecutionEngine.SleepDecision {
+        let root = node.root
+        guard root.record.kind != nil, root.body != nil else {
+            throw .notResumable(
+                taskID: root.record.id,
+                reason: "it is a closure task, whose code no other process has; only a job (a registered kind) can "
+                    + "sleep durably (use Task.sleep to wait in memory)")
+        }
+        let occurrence = node.nameCounts[name, default: 0]
+        node.nameCounts[name] = occurrence + 1
+        let child: TaskNode
+        if let existing = node.childIndex[name]?[occurrence] {
+            if existing.record.status == .completed { return .done(nil) }
+            child = existing
+        } else {
+            let record = TaskRecord(
+                id: TaskIdentifier.child(of: root.record.id, number: root.childCount + 1), parentID: node.record.id,
+                rootID: root.record.id, name: name, occurrence: occurrence, options: node.record.options,
+                status: .pending, step: "sleeping until \(wake.formatted(.iso8601))", priority: node.record.priority,
+                createdAt: now, nextAttemptAt: wake)
+            root.childCount += 1
+            child = addChild(record, to: node)
+            markDirty(child, .all)
+        }
+        let until = child.record.nextAttemptAt ?? now
+        if until <= now {
+            // Its time has come (or `run-now` ended it): the sleep step completes.
+            _ = try? transition(child, .rerun, by: .system, now: now, silent: true)
+            child.record.nextAttemptAt = nil
+            child.record.step = nil
+            markDirty(child, [.nextAttemptAt, .step])
+            return .done(try transition(child, .complete(result: nil), by: .system, now: now))
+        }
+        return .sleep(ExecutionEngine.stop(root, .sleeping(until: until)))
+    }
+
     /// Applies a validated report of a node's code: its step name (an event when it changes) and its amounts.
     mutating func report(
         _ handle: NodeHandle, _ progress: borrowing TaskProgress, now: Date

@@ -13,7 +13,8 @@ extension ExecutionEngine {
         let writer = StoreWriter(engine: self)
         let loops: [@Sendable () async -> Void] = [
             { await writer.run() }, { await self.runTimers() }, { await self.runPublisher() },
-            { await self.runMaintenance() }, { await self.runControlRequests() }, { await self.runRecovery() },
+            { await self.runMaintenance() }, { await self.runControlRequests() }, { await self.runClaims() },
+            { await self.runSchedules() },
         ]
         await withTaskGroup(of: Void.self) { group in
             for loop in loops {
@@ -28,7 +29,7 @@ extension ExecutionEngine {
         }
     }
 
-    /// Fires due deadlines: timeouts (paused time not counted), automatic retries, recovered jobs due later.
+    /// Fires due deadlines: timeouts (paused time not counted) and automatic retries.
     func runTimers() async {
         while !Task.isCancelled {
             let earliest = locked { $0.timers.earliest }
@@ -46,7 +47,7 @@ extension ExecutionEngine {
     func fireTimers() {
         let now = clock.now()
         let date = self.now()
-        let (launches, wake, cancellation) = locked { state -> ([RootLaunch], Bool, Cancellation) in
+        let (dispatch, wake, cancellation) = locked { state -> (Dispatch, Bool, Cancellation) in
             var wake = false
             var cancellation = Cancellation()
             for action in state.timers.due(at: now) {
@@ -68,17 +69,13 @@ extension ExecutionEngine {
                         state.setIdle(node)
                         continue
                     }
-                    node.phase = .queued
-                    state.runQueue.enqueue(.node(handle), priority: node.record.priority, createdAt: node.record.createdAt)
-                case .claimed(let claimed):
-                    guard !state.isShutDown else { continue }
-                    state.runQueue.enqueue(.claimed(claimed), priority: claimed.priority, createdAt: claimed.createdAt)
+                    state.enqueue(node)
                 }
             }
-            return (state.dispatch(now: date), wake, cancellation)
+            return (state.dispatch(now: date, monotonicNow: now), wake, cancellation)
         }
         cancellation.run()
-        launch(launches)
+        carry(dispatch)
         if wake { timerSignal.signal() }
     }
 
@@ -142,7 +139,7 @@ extension ExecutionEngine {
     func ownerRecord(heartbeatAt: Date, stoppedAt: Date? = nil) -> OwnerRecord {
         OwnerRecord(
             id: ownerID, host: configuration.hostName, pid: ProcessInfo.processInfo.processIdentifier,
-            startedAt: startedAt, heartbeatAt: heartbeatAt, stoppedAt: stoppedAt)
+            startedAt: startedAt, heartbeatAt: heartbeatAt, stoppedAt: stoppedAt, kinds: registry.names.sorted())
     }
 
     /// Removes from memory the finished roots whose committed finish is older than their visibility, in one pass.
@@ -174,15 +171,34 @@ extension ExecutionEngine {
 
     /// Applies control requests written by other processes (progressctl) for this owner, when the store changed
     /// since the last look (SQLite's `data_version`: an idle look costs one pragma).
+    /// Another process's commit may also be a job to claim (a producer's submit, a resume, a retry), or a kind paused
+    /// or resumed: the claim loop looks, and the kinds are read again.
     func runControlRequests() async {
         var lastCounter: Int64?
         while !Task.isCancelled {
             if let counter = try? await store.changeCounter(), counter != lastCounter {
                 lastCounter = counter
                 await applyControlRequests()
+                await refreshPausedKinds()
+                storeChanged.store(true, ordering: .relaxed)
+                claimSignal.signal()
+                scheduleSignal.signal()
             }
             do { try await clock.sleep(configuration.controlPollInterval) } catch { return }
         }
+    }
+
+    /// Reads the kinds paused across the fleet; a kind resumed lets its queued roots start.
+    func refreshPausedKinds() async {
+        guard let paused = try? await store.pausedKinds() else { return }
+        let names = Set(paused.keys)
+        let now = now()
+        let dispatch = locked { state -> Dispatch in
+            guard state.pausedKinds != names else { return Dispatch() }
+            state.pausedKinds = names
+            return state.dispatch(now: now, monotonicNow: clock.now())
+        }
+        carry(dispatch)
     }
 
     func applyControlRequests() async {
@@ -190,14 +206,20 @@ extension ExecutionEngine {
         for request in requests {
             var outcome = "applied"
             do {
+                let known = locked { $0.node(id: request.taskID) != nil }
                 switch request.action {
+                case .retry:
+                    if !known { try await loadForRetry(request.taskID) }
+                    try await retry(request.taskID)
+                case .remove: try await remove(request.taskID, force: true)
+                case _ where !known:
+                    // Not in memory (it was dropped, or it left when it slept): changed in the store, as by an
+                    // operator when no live owner holds it.
+                    try await changeInStore(request.taskID, ControlRequest.transition(of: request.action))
                 case .pause: try await pause(request.taskID)
                 case .resume: try await resume(request.taskID)
                 case .cancel: try await cancel(request.taskID)
-                case .retry:
-                    if locked({ $0.node(id: request.taskID) == nil }) { try await loadForRetry(request.taskID) }
-                    try await retry(request.taskID)
-                case .remove: try await remove(request.taskID, force: true)
+                case .runNow: try await runNow(request.taskID)
                 }
             } catch {
                 outcome = "refused: \(ProgressionError.describe(error))"
@@ -209,12 +231,32 @@ extension ExecutionEngine {
         }
     }
 
-    /// Claims the roots of dead owners and unowned jobs every recovery interval.
-    func runRecovery() async {
+    /// Claims jobs from the store: when slots are free and the store may hold something to run — another process
+    /// committed, a waiting job's time came, or a recovery interval passed (owners may have died) — and at the time
+    /// the earliest waiting job is due.
+    func runClaims() async {
+        var nextWake: Date?
+        var lastPass = clock.now()
         while !Task.isCancelled {
-            do { try await clock.sleep(configuration.recoveryInterval) } catch { return }
-            let (shutDown, enabled) = locked { ($0.isShutDown, $0.schedulerEnabled) }
-            if enabled, !shutDown { await recoverOnce() }
+            var wait = configuration.recoveryInterval
+            if let nextWake {
+                wait = min(wait, .milliseconds(max(0, Int64(nextWake.timeIntervalSince(now()) * 1000))))
+            }
+            await claimSignal.wait(timeout: wait, clock: clock)
+            guard !Task.isCancelled else { return }
+            let (shutDown, enabled, room) = locked {
+                ($0.isShutDown, $0.schedulerEnabled, $0.runQueue.unclaimedSlots)
+            }
+            guard enabled, !shutDown else { continue }
+            // Without a free slot nothing is claimed, and a change seen meanwhile is kept for when one frees.
+            guard room > 0 else { continue }
+            let due = nextWake.map { $0 <= now() } ?? false
+            let interval = clock.now() - lastPass >= configuration.recoveryInterval
+            let changed = storeChanged.exchange(false, ordering: .relaxed)
+            guard due || interval || changed else { continue }
+            lastPass = clock.now()
+            await claimOnce()
+            nextWake = try? await store.nextWaitingTime(after: now())
         }
     }
 

@@ -3,152 +3,117 @@ import Foundation
 import Logging
 import Synchronization
 
-/// Recovery: taking the roots of dead owners (and unowned jobs) and bringing them back into memory.
+/// Claims: taking jobs from the store — unowned ones (submitted by a producer, queued by another worker, due after a
+/// wait) and the roots of dead owners — and bringing them into memory to run.
 ///
-/// A pass claims back to back, a chunk at a time (growing from a small first chunk, so that the first job runs at
-/// once), until a chunk comes back short or this executor holds ``TaskExecutor/Configuration/claimBacklogLimit``
-/// claimed roots that wait for a slot. A claimed root is queued without its tree; the tree is loaded when a slot is
-/// free for it (paused roots are loaded at once, so that a resume finds them). Loading a root writes its interruption,
-/// its recovery and its start in the start's commit.
+/// A worker claims only what it can start now: as many roots as it has slots that no queued root will take. A pass
+/// claims back to back while claims come back full. A claimed root's tree is loaded at once and the root queued (it
+/// starts in the same pass); loading a root writes its interruption, its recovery and its start in the start's
+/// commit. Paused roots are not claimed: a paused root that no live owner holds is changed in the store directly, and
+/// claimed like any other once it is resumed.
 extension ExecutionEngine {
-    /// One recovery pass. Returns how many roots it claimed.
+    /// One claim pass. Returns how many roots it claimed.
     @discardableResult
-    func recoverOnce() async -> Int {
-        let now = now()
-        let staleAfter = configuration.ownerStaleAfter
-        let host = configuration.hostName
-        let dead: [String]
-        do {
-            dead = try await store.owners().filter { owner in
-                owner.id != ownerID && !owner.liveness(now: now, staleAfter: staleAfter, host: host).isAlive
-            }.map(\.id)
-        } catch {
-            Self.noteStorageFailure(error, outage: storageOutage, logger: logger, what: "reading owners to recover")
-            return 0
-        }
-        let kinds = registry.names
-        var chunk = min(configuration.claimBatchSize, max(256, configuration.maxConcurrentTasks * 4))
+    func claimOnce() async -> Int {
         var total = 0
+        await loadUnloadedClaims()
+        let kinds = registry.names
         while true {
+            // The room is reserved until the claimed roots are queued: two passes at once (the first one of `start()`
+            // and the loop's) never claim the same slots.
             let room = locked { state in
-                state.isShutDown ? 0 : configuration.claimBacklogLimit - state.runQueue.claimedWaiting
+                guard !state.isShutDown, state.schedulerEnabled else { return 0 }
+                let room = max(0, state.runQueue.unclaimedSlots - state.claimsInFlight)
+                state.claimsInFlight += room
+                return room
             }
             guard room > 0 else { break }
-            let limit = min(chunk, room)
+            defer { locked { $0.claimsInFlight -= room } }
+            let dead: [String]
+            do {
+                dead = try await deadOwners()
+            } catch {
+                Self.noteStorageFailure(error, outage: storageOutage, logger: logger, what: "reading owners to recover")
+                break
+            }
             let claimed: [ClaimedRoot]
             do {
                 claimed = try await store.claimRoots(
-                    RootClaim(fromOwners: [nil] + dead, kinds: kinds, newOwner: ownerID, limit: limit))
+                    RootClaim(fromOwners: [nil] + dead, kinds: kinds, newOwner: ownerID, limit: room, now: now()))
             } catch {
                 Self.noteStorageFailure(error, outage: storageOutage, logger: logger, what: "claiming tasks")
                 break
             }
             total += claimed.count
             metrics.claimed.increment(by: Int64(claimed.count))
-            if !claimed.isEmpty {
-                logger.info("claimed tasks", metadata: ["count": "\(claimed.count)", "deadOwners": "\(dead)"])
+            let recovered = claimed.compactMap(\.previousOwner)
+            if !recovered.isEmpty {
+                logger.info(
+                    "claimed tasks of stopped owners",
+                    metadata: ["count": "\(recovered.count)", "owners": "\(Set(recovered).sorted())"])
             }
-            queue(claimed, now: now)
-            if claimed.count < limit { break }
-            chunk = min(configuration.claimBatchSize, chunk * 4)
+            for root in claimed { await load(root) }
+            if claimed.count < room { break }
         }
         return total
     }
 
-    /// Queues claimed roots: paused ones are loaded at once, those waiting for a later attempt wait for it, the others
-    /// wait for a slot.
-    private func queue(_ claimed: [ClaimedRoot], now: Date) {
-        var paused: [ClaimedRoot] = []
-        let (launches, wake) = locked { state -> ([RootLaunch], Bool) in
-            var wake = false
-            for root in claimed {
-                if root.status == .paused {
-                    paused.append(root)
-                } else if let next = root.nextAttemptAt, next > now {
-                    let delay = Duration.milliseconds(Int64(next.timeIntervalSince(now) * 1000))
-                    wake = state.timers.add(.claimed(root), at: clock.now() + delay) || wake
-                } else {
-                    state.runQueue.enqueue(.claimed(root), priority: root.priority, createdAt: root.createdAt)
-                }
-                if root.status != .paused { state.claimedIDs.insert(root.id) }
-            }
-            return (state.dispatch(now: now), wake)
+    /// The owners whose roots may be taken: dead ones (another host's stale heartbeat, a gone process of this host).
+    /// Read at most once per recovery interval.
+    func deadOwners() async throws -> [String] {
+        let now = now()
+        if let cached = ownerCache.withLock({ $0 }),
+            now.timeIntervalSince(cached.readAt) < configuration.recoveryInterval.seconds
+        {
+            return cached.dead
         }
-        if wake { timerSignal.signal() }
-        launch(launches)
-        if !paused.isEmpty {
-            let key = "paused:\(paused[0].id)"
-            let task = Task.detached {
-                for root in paused { await self.loadPaused(root) }
-                self.locked { _ = $0.claimedRuns.removeValue(forKey: key) }
-            }
-            locked { $0.claimedRuns[key] = task }
-        }
+        let staleAfter = configuration.ownerStaleAfter
+        let host = configuration.hostName
+        let dead = try await store.owners().filter { owner in
+            owner.id != ownerID && !owner.liveness(now: now, staleAfter: staleAfter, host: host).isAlive
+        }.map(\.id)
+        ownerCache.withLock { $0 = (now, dead) }
+        return dead
     }
 
-    /// Loads a claimed paused root so that a resume finds it; it stays paused.
-    private func loadPaused(_ claimed: ClaimedRoot) async {
-        do {
-            let tree = try await store.tree(of: claimed.id)
-            let now = now()
-            let body = tree.first.flatMap { registry.body(for: $0) }
-            let kindOptions = tree.first?.kind.flatMap { registry.kind($0)?.options }
-            locked { state in
-                _ = state.rehydrate(
-                    tree, previousOwner: claimed.previousOwner, body: body, kindOptions: kindOptions, owner: ownerID,
-                    now: now, maxInterruptions: configuration.maxInterruptions, clock: clock)
-            }
-        } catch {
-            retryLater(claimed, error: error)
-        }
-    }
-
-    /// Loads a claimed root that got a slot and runs it; a root that cannot run (a closure task, a crash loop, paused)
-    /// gives the slot back.
-    func runClaimed(_ claimed: ClaimedRoot) async {
+    /// Loads a claimed root's tree and queues it. A root whose tree cannot be read now (the store fails) is kept and
+    /// loaded by a later pass: it is this worker's in the store, so no other takes it meanwhile.
+    private func load(_ claimed: ClaimedRoot) async {
         let tree: [TaskRecord]
         do {
             tree = try await store.tree(of: claimed.id)
         } catch {
-            retryLater(claimed, error: error)
-            locked { _ = $0.claimedRuns.removeValue(forKey: claimed.id) }
-            releaseSlot()
+            Self.noteStorageFailure(error, outage: storageOutage, logger: logger, what: "loading a claimed task")
+            locked { $0.unloadedClaims.append(claimed) }
             return
         }
         let now = now()
         let body = tree.first.flatMap { registry.body(for: $0) }
         let kindOptions = tree.first?.kind.flatMap { registry.kind($0)?.options }
-        let outcome = locked { state -> (NodeHandle?, Task<Void, Never>?) in
-            let task = state.claimedRuns.removeValue(forKey: claimed.id)
-            guard tree.first != nil else { return (nil, task) }
-            let handle = state.rehydrate(
-                tree, previousOwner: claimed.previousOwner, body: body, kindOptions: kindOptions, owner: ownerID,
-                now: now, maxInterruptions: configuration.maxInterruptions, clock: clock, startNow: true)
-            if let handle, let node = state.nodes[handle] { node.runTask = task }
-            state.claimedIDs.remove(claimed.id)
-            let waiters = state.claimWaiters.removeValue(forKey: claimed.id) ?? []
-            if let node = state.node(id: claimed.id), node.phase != .idle {
-                node.idleWaiters += waiters
-            } else {
-                for waiter in waiters { waiter.resume() }
+        let dispatch = locked { state -> Dispatch in
+            if let known = state.node(id: claimed.id) {
+                // A job of this worker's queue that the claim took in the store: it is this worker's now.
+                known.record.ownerID = ownerID
+                known.committed.ownerID = ownerID
+                if known.phase == .idle, known.record.status == .pending { state.enqueue(known) }
+            } else if !tree.isEmpty {
+                state.rehydrate(
+                    tree, previousOwner: claimed.previousOwner, body: body, kindOptions: kindOptions, owner: ownerID,
+                    now: now, maxInterruptions: configuration.maxInterruptions, clock: clock)
             }
-            return (handle, task)
+            return state.dispatch(now: now, monotonicNow: clock.now())
         }
-        guard let handle = outcome.0 else {
-            releaseSlot()
-            return
-        }
+        carry(dispatch)
         wakeWriter(urgent: true)
-        await runRoot(handle)
     }
 
-    /// A claimed root could not be loaded (the store failed): it is queued again after a backoff, never stranded.
-    private func retryLater(_ claimed: ClaimedRoot, error: any Error) {
-        Self.noteStorageFailure(error, outage: storageOutage, logger: logger, what: "loading a claimed task")
-        let wake = locked { state in
-            state.timers.add(.claimed(claimed), at: clock.now() + .seconds(1))
+    /// Loads the claimed roots whose trees could not be read before.
+    private func loadUnloadedClaims() async {
+        let claims = locked { state in
+            defer { state.unloadedClaims.removeAll() }
+            return state.unloadedClaims
         }
-        if wake { timerSignal.signal() }
+        for claimed in claims { await load(claimed) }
     }
 
     /// Brings a failed or cancelled root that is no longer in memory back from the store, for a retry: it takes the
@@ -172,7 +137,7 @@ extension ExecutionEngine {
         let tree = try await store.tree(of: taskID)
         let now = now()
         locked { state in
-            _ = state.rehydrate(
+            state.rehydrate(
                 tree, previousOwner: nil, body: body, owner: ownerID, now: now,
                 maxInterruptions: configuration.maxInterruptions, clock: clock)
         }
@@ -182,16 +147,14 @@ extension ExecutionEngine {
 extension GraphState {
     /// Adds a stored tree to memory and decides, through the lifecycle, what happens to its root: a job that was
     /// running counts an interruption (and fails after too many: a crash loop); a closure task fails as interrupted
-    /// (no other process has its code); a paused one stays paused; one waiting for its next attempt waits; with
-    /// `startNow`, a pending job starts (its slot taken by the caller). Subtasks that were under way go back to
-    /// pending: they run again when their parent pushes them, completed ones are skipped. Returns the root's handle
-    /// when it starts.
+    /// (no other process has its code); a paused one stays paused; one waiting for its next attempt waits; a pending
+    /// job is queued for a slot. Subtasks that were under way go back to pending: they run again when their parent
+    /// pushes them, completed ones are skipped.
     mutating func rehydrate(
-        _ tree: [TaskRecord], previousOwner: String?, body: (@Sendable (any TaskContext) async throws -> Void)?,
-        kindOptions: TaskOptions? = nil, owner: String, now: Date, maxInterruptions: Int, clock: TaskClock,
-        startNow: Bool = false
-    ) -> NodeHandle? {
-        guard var rootRecord = tree.first, rootRecord.isRoot, node(id: rootRecord.id) == nil else { return nil }
+        _ tree: [TaskRecord], previousOwner: String?, body: RootBody?, kindOptions: TaskOptions? = nil, owner: String,
+        now: Date, maxInterruptions: Int, clock: TaskClock
+    ) {
+        guard var rootRecord = tree.first, rootRecord.isRoot, node(id: rootRecord.id) == nil else { return }
         // The claim changed the stored owner already: the one it took the root from is the claim's.
         let formerOwner = previousOwner
         rootRecord.ownerID = owner
@@ -212,7 +175,7 @@ extension GraphState {
         for child in root.subtree.dropFirst() where child.record.status == .running {
             _ = try? transition(child, .release, by: .system, now: now, silent: true)
         }
-        guard !root.record.status.isFinished else { return nil }
+        guard !root.record.status.isFinished else { return }
         if root.record.status == .running {
             _ = try? transition(
                 root, .interrupt, by: .system, now: now,
@@ -222,12 +185,12 @@ extension GraphState {
             // A closure task: no other process has its code.
             _ = try? transition(
                 root, .fail(TaskFailure(ProgressionError.interrupted(taskID: root.record.id))), by: .system, now: now)
-            return nil
+            return
         }
         if root.record.interruptions > maxInterruptions {
             let error = ProgressionError.tooManyInterruptions(taskID: root.record.id, count: root.record.interruptions)
             _ = try? transition(root, .fail(TaskFailure(error)), by: .system, now: now)
-            return nil
+            return
         }
         if formerOwner != nil, formerOwner != owner {
             append(
@@ -235,26 +198,14 @@ extension GraphState {
                     taskID: root.record.id, rootID: root.record.id, kind: .recovered, at: now,
                     attempt: root.record.attempt, progress: root.record.progress, message: "claimed by owner \(owner)"))
         }
-        guard root.record.status == .pending else { return nil }  // paused: a resume queues it
-        if root.record.nextAttemptAt != nil { root.startsNewAttempt = true }
+        guard root.record.status == .pending else { return }  // paused: a resume queues it
+        if root.record.nextAttemptAt != nil, root.record.waitReason == .retry { root.startsNewAttempt = true }
         if let next = root.record.nextAttemptAt, next > now {
             root.phase = .delayed
             let delay = Duration.milliseconds(Int64(next.timeIntervalSince(now) * 1000))
             _ = timers.add(.retry(root.handle), at: clock.now() + delay)
-            return nil
+            return
         }
-        guard startNow else {
-            root.phase = .queued
-            runQueue.enqueue(.node(root.handle), priority: root.record.priority, createdAt: root.record.createdAt)
-            return nil
-        }
-        if root.startsNewAttempt {
-            root.startsNewAttempt = false
-            _ = try? transition(root, .beginAttempt, by: .system, now: now)
-        }
-        prepareRun(root)
-        guard (try? transition(root, .start, by: .system, now: now)) != nil else { return nil }
-        root.phase = .running
-        return root.handle
+        enqueue(root)
     }
 }

@@ -7,15 +7,22 @@ import Tracing
 /// A root to add: its record, its creation event and its code.
 struct NewRoot: Sendable {
     var record: TaskRecord
-    var body: @Sendable (any TaskContext) async throws -> Void
+    var body: RootBody
 }
 
-/// Something the dispatcher started, to launch outside the lock.
-enum RootLaunch: Sendable {
-    /// A root in memory whose start is staged.
-    case node(NodeHandle)
-    /// A claimed root: its tree is loaded, then it starts.
-    case claimed(ClaimedRoot)
+/// What a change of the run queue leaves to do once the graph's lock is released: roots to launch (their starts are
+/// staged), suspended code to wake (a resumed root that got its slot), and whether slots are left that the store's
+/// backlog could fill (the claim loop is woken).
+struct Dispatch {
+    var launches: [NodeHandle] = []
+    var wakes: [CheckedContinuation<Void, any Error>] = []
+    var wantsClaims = false
+
+    static func += (left: inout Dispatch, right: Dispatch) {
+        left.launches += right.launches
+        left.wakes += right.wakes
+        left.wantsClaims = left.wantsClaims || right.wantsClaims
+    }
 }
 
 /// Roots: adding them, giving them slots, running their code, recording how each run ended.
@@ -23,6 +30,10 @@ enum RootLaunch: Sendable {
 /// A root takes a slot when its start is staged — in the same commit as its insert when a slot is free — and its code
 /// runs once that start is committed (so a process dying in it leaves it `running`, and recovery counts the
 /// interruption). It gives the slot back as soon as its end is staged: the next root's start shares that commit.
+///
+/// A job queued here is unowned in the store until it starts: any worker on the database may claim it meanwhile, and
+/// an operator changes it there directly. Its start takes it with a compare-and-set (unowned, still pending); when
+/// that finds it taken or changed, the root is dropped from memory without running.
 extension ExecutionEngine {
     /// Adds roots whose rows the writer inserts with its next batch (one commit for all, with the starts of those that
     /// get a slot at once). Returns their handles and the sequence to wait for.
@@ -31,8 +42,8 @@ extension ExecutionEngine {
     ///   ``ProgressionError/shutDown``; nothing is added then.
     func addRoots(_ roots: [NewRoot]) throws(ProgressionError) -> (handles: [NodeHandle], sequence: Int64) {
         let now = now()
-        let (handles, sequence, launches) = try locked {
-            state throws(ProgressionError) -> ([NodeHandle], Int64, [RootLaunch]) in
+        let (handles, sequence, dispatch) = try locked {
+            state throws(ProgressionError) -> ([NodeHandle], Int64, Dispatch) in
             guard !state.isShutDown else { throw ProgressionError.shutDown }
             for root in roots where state.handles[root.record.id] != nil {
                 throw ProgressionError.duplicateID(root.record.id)
@@ -46,16 +57,12 @@ extension ExecutionEngine {
                     TaskEvent(
                         taskID: root.record.id, rootID: root.record.id, kind: .created, at: root.record.createdAt,
                         attempt: root.record.attempt, message: root.record.name))
-                if root.record.status != .paused {
-                    node.phase = .queued
-                    state.runQueue.enqueue(.node(node.handle), priority: root.record.priority, createdAt: root.record.createdAt)
-                }
+                if root.record.status != .paused { state.enqueue(node) }
                 handles.append(node.handle)
             }
-            let launches = state.dispatch(now: now)
-            return (handles, state.changeSequence, launches)
+            return (handles, state.changeSequence, state.dispatch(now: now, monotonicNow: clock.now()))
         }
-        launch(launches)
+        carry(dispatch)
         wakeWriter(urgent: true)
         for root in roots { metrics.kind(root.record.kind).submitted.increment() }
         return (handles, sequence)
@@ -84,48 +91,51 @@ extension ExecutionEngine {
         }
     }
 
-    /// Starts the tasks the dispatcher handed out.
-    func launch(_ launches: [RootLaunch]) {
-        for launch in launches {
-            switch launch {
-            case .node(let handle):
-                let task = Task.detached { await self.runRoot(handle) }
-                let cancel = locked { state -> Bool in
-                    guard let node = state.nodes[handle] else { return false }
-                    node.runTask = task
-                    return node.effectiveStop != nil
-                }
-                if cancel { task.cancel() }
-            case .claimed(let claimed):
-                let task = Task.detached { await self.runClaimed(claimed) }
-                locked { $0.claimedRuns[claimed.id] = task }
+    /// Carries out what a change of the run queue left to do, outside the lock.
+    func carry(_ dispatch: Dispatch) {
+        for wake in dispatch.wakes { wake.resume() }
+        launch(dispatch.launches)
+        if dispatch.wantsClaims { claimSignal.signal() }
+    }
+
+    /// Starts the roots the dispatcher gave slots.
+    func launch(_ launches: [NodeHandle]) {
+        for handle in launches {
+            let task = Task.detached { await self.runRoot(handle) }
+            let cancel = locked { state -> Bool in
+                guard let node = state.nodes[handle] else { return false }
+                node.runTask = task
+                return node.effectiveStop != nil
             }
+            if cancel { task.cancel() }
         }
     }
 
     /// Runs a root whose start is staged (it holds a slot): waits for the start's commit, runs its code, records how it
-    /// ended, gives the slot back, and waits for that record's commit.
+    /// ended, gives the slot back, and waits for that record's commit. A root whose start the store refused (another
+    /// worker took it, or an operator changed it) is dropped without running.
     func runRoot(_ handle: NodeHandle) async {
-        let start = locked { state -> (sequence: Int64, body: @Sendable (any TaskContext) async throws -> Void)? in
+        let start = locked { state -> (sequence: Int64, body: RootBody)? in
             guard let node = state.nodes[handle], let body = node.body else { return nil }
             return (node.staged?.sequence ?? state.changeSequence, body)
         }
         guard let start else {
-            releaseSlot()
+            giveUpStart(handle)
             return
         }
         do {
             try await waitForCommit(start.sequence)
         } catch {
-            releaseSlot()
+            giveUpStart(handle)
             return
         }
         let started = locked { state -> TaskRecord? in
-            guard let node = state.nodes[handle], !node.conflicted, !node.removed else { return nil }
+            guard let node = state.nodes[handle], !node.conflicted, !node.removed, node.stopReason != .leaseLost
+            else { return nil }
             return node.record
         }
         guard let started else {
-            releaseSlot()
+            giveUpStart(handle)
             return
         }
         let kind = metrics.kind(started.kind)
@@ -142,7 +152,7 @@ extension ExecutionEngine {
             await execute(handle, isRoot: true) { context in try await start.body(context) }
         }
         Self.end(span, result)
-        end(handle, result.map { _ in nil }, started: started)
+        end(handle, result, started: started)
     }
 
     /// A task's attributes on its span (none on a span that records nothing: the default tracer's).
@@ -164,27 +174,32 @@ extension ExecutionEngine {
     }
 
     /// Records how a root's run ended and gives its slot to the next root. Once the record is committed (the writer
-    /// settles it then, without a task waiting), the root waits for its next attempt or is idle.
+    /// settles it then, without a task waiting), the root waits for its next attempt, is idle, or leaves memory (it
+    /// sleeps, or another owner has it).
     func end(_ handle: NodeHandle, _ result: Result<Data?, any Error>, started: TaskRecord) {
         let now = now()
         let monotonicNow = clock.now()
         // The jitter of a retry's delay; drawing it costs a system call, so only a failure draws it.
         let random = if case .failure = result { Double.random(in: 0..<1) } else { 0.0 }
-        let (retryDelay, lost, launches, ended) = locked {
-            state -> (Duration?, Bool, [RootLaunch], TaskRecord?) in
-            state.runQueue.running -= 1
-            guard let node = state.nodes[handle] else { return (nil, false, state.dispatch(now: now), nil) }
+        let (retryDelay, lost, dispatch, ended) = locked {
+            state -> (Duration?, Bool, Dispatch, TaskRecord?) in
+            state.runQueue.release(handle)
+            guard let node = state.nodes[handle] else { return (nil, false, state.dispatch(now: now, monotonicNow: clock.now()), nil) }
             let lost = node.effectiveStop?.reason == .leaseLost
+            var sleeps = false
+            if case .sleeping? = node.stopReason { sleeps = true }
             let (sequence, delay) = state.finish(node, result, now: now, random: random, configuration: configuration)
-            let run = EndedRun(handle: handle, retryAt: delay.map { monotonicNow + $0 }, lost: lost)
+            let run = EndedRun(
+                handle: handle, retryAt: delay.map { monotonicNow + $0 }, lost: lost,
+                forget: sleeps && node.record.ownerID == nil)
             if let sequence, sequence > state.committedSequence {
                 state.endedRuns.append((sequence, run))
             } else {
                 state.settle(run)
             }
-            return (delay, lost, state.dispatch(now: now), node.record)
+            return (delay, lost, state.dispatch(now: now, monotonicNow: clock.now()), node.record)
         }
-        launch(launches)
+        carry(dispatch)
         // Whoever waits for this root (waitForTask, a retry by hand) waits for the commit: no batching window.
         wakeWriter(urgent: true)
         if let ended, !lost { record(ended, startedAt: started.startedAt ?? now, now: now, retryDelay: retryDelay) }
@@ -224,14 +239,20 @@ extension ExecutionEngine {
         kind.durations[outcome]?.recordNanoseconds(Int64(max(0, now.timeIntervalSince(startedAt)) * 1_000_000_000))
     }
 
-    /// Gives a slot back without a run to record (a start that was not committed, a root gone meanwhile).
-    func releaseSlot() {
+    /// Gives a slot back without a run to record: a start that was not committed, or that the store refused (the
+    /// root is dropped then: another worker has it, or an operator changed it), or a root gone meanwhile.
+    func giveUpStart(_ handle: NodeHandle) {
         let now = now()
-        let launches = locked { state in
-            state.runQueue.running -= 1
-            return state.dispatch(now: now)
+        let dispatch = locked { state in
+            state.runQueue.release(handle)
+            if let node = state.nodes[handle], node.conflicted || node.stopReason == .leaseLost {
+                node.runTask = nil
+                state.setIdle(node)
+                state.removeRoot(node)
+            }
+            return state.dispatch(now: now, monotonicNow: clock.now())
         }
-        launch(launches)
+        carry(dispatch)
     }
 
     /// Runs a node's code (a root's in the calling task, a subtask's in a task of its own, so that it can be cancelled
@@ -290,15 +311,18 @@ struct EndedRun: Sendable {
     let retryAt: Duration?
     /// Another owner took it: forgotten here.
     let lost: Bool
+    /// It gave its slot back until a time (a durable sleep) and is unowned in the store: forgotten here, any worker
+    /// claims it when it is due.
+    var forget = false
 }
 
 extension GraphState {
-    /// Settles a root whose end is committed: forgotten (another owner runs it), waiting for its next attempt, or idle.
-    /// Sets ``timersChanged`` when its retry is the timer loop's earliest deadline.
+    /// Settles a root whose end is committed: forgotten (another owner runs it, or it sleeps), waiting for its next
+    /// attempt, or idle. Sets ``timersChanged`` when its retry is the timer loop's earliest deadline.
     mutating func settle(_ run: EndedRun) {
         guard let node = nodes[run.handle] else { return }
         node.runTask = nil
-        if run.lost {
+        if run.lost || run.forget {
             setIdle(node)
             removeRoot(node)
             return
@@ -321,41 +345,66 @@ extension GraphState {
         for entry in settled { settle(entry.run) }
     }
 
-    /// Starts queued roots while slots are free: stages each one's start (a new attempt first, for an automatic
-    /// retry) and takes its slot. Returns what to launch.
-    mutating func dispatch(now: Date) -> [RootLaunch] {
-        var launches: [RootLaunch] = []
-        guard !isShutDown else { return launches }
-        while let next = runQueue.next() {
-            switch next {
-            case .node(let handle):
-                guard let node = nodes[handle], node.phase == .queued else { continue }
-                guard node.record.status == .pending else {
-                    // Paused or finished while it waited: not run (a resume queues it again).
-                    setIdle(node)
-                    continue
-                }
-                if node.startsNewAttempt {
-                    node.startsNewAttempt = false
-                    _ = try? transition(node, .beginAttempt, by: .system, now: now)
-                    prepareRun(node)
-                }
-                do {
-                    try transition(node, .start, by: .system, now: now)
-                } catch {
-                    setIdle(node)
-                    continue
-                }
-                node.stopReason = nil
-                node.phase = .running
-                runQueue.running += 1
-                launches.append(.node(handle))
-            case .claimed(let claimed):
-                runQueue.running += 1
-                launches.append(.claimed(claimed))
+    /// Queues a root for a slot.
+    mutating func enqueue(_ node: TaskNode) {
+        node.phase = .queued
+        runQueue.enqueue(node.handle, priority: node.record.priority, createdAt: node.record.createdAt, kind: node.record.kind)
+    }
+
+    /// Starts queued roots while slots are free (roots of a paused kind wait): stages each one's start (a new attempt
+    /// first, for an automatic retry; taking it in the store when it is unowned) and gives it the slot, or, for a
+    /// resumed root whose code waits, lets that code go on. Returns what to do outside the lock.
+    mutating func dispatch(now: Date, monotonicNow: Duration) -> Dispatch {
+        var dispatch = Dispatch()
+        guard !isShutDown else { return dispatch }
+        while let handle = runQueue.next(holding: pausedKinds) {
+            guard let node = nodes[handle], node.phase == .queued else {
+                runQueue.release(handle)
+                continue
             }
+            if node.waitsForSlot {
+                // Resumed while every slot was taken: its code goes on now.
+                node.waitsForSlot = false
+                guard (try? transition(node, .resumeRun, by: .system, now: now)) != nil else {
+                    runQueue.release(handle)
+                    node.phase = .suspended
+                    continue
+                }
+                node.phase = .running
+                dispatch.wakes += pauseChanged(below: node, now: monotonicNow)
+                continue
+            }
+            guard node.record.status == .pending else {
+                // Paused or finished while it waited: not run (a resume queues it again).
+                runQueue.release(handle)
+                setIdle(node)
+                continue
+            }
+            if node.startsNewAttempt {
+                node.startsNewAttempt = false
+                _ = try? transition(node, .beginAttempt, by: .system, now: now)
+                prepareRun(node)
+            }
+            let unowned = node.record.ownerID == nil
+            if unowned {
+                // Taken in the store with its start (see ``TaskUpdate/unownedWithStatus``).
+                node.record.ownerID = ownerID
+                markDirty(node, .owner)
+            }
+            do {
+                try transition(node, .start, by: .system, now: now)
+            } catch {
+                if unowned { node.record.ownerID = nil }
+                runQueue.release(handle)
+                setIdle(node)
+                continue
+            }
+            node.stopReason = nil
+            node.phase = .running
+            dispatch.launches.append(handle)
         }
-        return launches
+        dispatch.wantsClaims = runQueue.unclaimedSlots > 0
+        return dispatch
     }
 
     /// Prepares a root (or a subtask run again) for a new run: its subtasks are found again by name and occurrence,
@@ -384,6 +433,12 @@ extension GraphState {
             case (.failure, .shutdown?):
                 try transition(
                     node, .release, by: .system, now: now, message: "executor shut down", silent: !node.isRoot)
+            case (.failure, .sleeping(let until)?):
+                if node.isRoot {
+                    try transition(node, .suspend(until: until), by: .system, now: now)
+                } else {
+                    try transition(node, .release, by: .system, now: now, silent: true)
+                }
             case (.success(let data), _):
                 try transition(node, .complete(result: data), by: .system, now: now)
             case (.failure, .timedOut(let timeout)?) where stop?.own == true:

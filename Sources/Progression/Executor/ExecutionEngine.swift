@@ -33,6 +33,16 @@ final class ExecutionEngine: Sendable {
     let writerSignals: AsyncStream<Void>
     let timerSignal = WakeSignal()
     let publisherSignal = WakeSignal()
+    /// Wakes the claim loop: a slot freed with nothing queued, or the store changed.
+    let claimSignal = WakeSignal()
+    /// Wakes the schedule loop: the store changed (a schedule paused, resumed or added).
+    let scheduleSignal = WakeSignal()
+    /// Another process committed since the claim loop last looked: the store may hold jobs to claim.
+    let storeChanged = Atomic<Bool>(true)
+    /// The dead owners, as last read (the claim loop reads them at most once per recovery interval).
+    let ownerCache = Mutex<(readAt: Date, dead: [String])?>(nil)
+    /// The schedules this executor declared.
+    let declaredSchedules = Mutex<[String: Schedule]>([:])
 
     /// A report yields its thread when the writer has not taken a batch for this long (seconds): task code that
     /// reports in a tight loop on every thread of Swift's cooperative pool would otherwise keep the writer from
@@ -53,7 +63,7 @@ final class ExecutionEngine: Sendable {
         let writerLagTolerance = max(0.01, configuration.writeWindow.seconds * 2.5)
         state = Mutex(
             GraphState(
-                maxConcurrentTasks: configuration.maxConcurrentTasks, writerWake: writerWake,
+                ownerID: ownerID, maxConcurrentTasks: configuration.maxConcurrentTasks, writerWake: writerWake,
                 eventBacklogLimit: configuration.eventBacklogLimit, writerLagTolerance: writerLagTolerance))
         self.writerLagTolerance = writerLagTolerance
         metrics = ExecutorMetrics(factory: configuration.metricsFactory ?? MetricsSystem.factory)

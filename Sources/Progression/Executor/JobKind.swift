@@ -1,8 +1,9 @@
 import Foundation
 
-/// A job kind as a type: its name, its input and its code, so that registering and submitting are checked by the
-/// compiler (the string-based ``TaskExecutor/register(_:input:options:_:)`` and
-/// ``TaskExecutor/submit(_:input:id:name:options:idempotencyKey:)-(_,Input,_,_,_,_)`` remain for kinds known by name only).
+/// A job kind as a type: its name, its input, its result and its code, so that registering, submitting and reading a
+/// result are checked by the compiler — in the worker that runs it and in the producer that only enqueues it (the
+/// string-based ``TaskExecutor/register(_:input:options:maxConcurrent:_:)`` and
+/// ``TaskExecutor/submit(_:input:id:name:options:idempotencyKey:runAt:)-(_,Input,_,_,_,_,_)`` remain for kinds known by name only).
 ///
 /// ```swift
 /// struct Resize: JobKind {
@@ -10,24 +11,33 @@ import Foundation
 ///         var path: String
 ///         var width: Int
 ///     }
+///     struct Output: Codable, Sendable { var bytes: Int }
 ///     static let name = "resize"
 ///     static let options = TaskOptions.interactive.retryable()
 ///
 ///     let images: ImageStore  // the job's dependencies, given when it is registered
 ///
-///     func run(_ input: Input, context: any TaskContext) async throws {
+///     func run(_ input: Input, context: any TaskContext) async throws -> Output {
 ///         try await context.report(.named("resizing \(input.path)"))
-///         try await images.resize(input.path, to: input.width)
+///         return Output(bytes: try await images.resize(input.path, to: input.width))
 ///     }
 /// }
 ///
+/// // The worker:
 /// try executor.register(Resize(images: store))
-/// let id = try await executor.submit(Resize.self, input: .init(path: "a.png", width: 200))
+/// // A producer (another process, no handler):
+/// let jobs = JobClient(store: try SQLiteTaskStore(path: path))
+/// let id = try await jobs.submit(Resize.self, input: .init(path: "a.png", width: 200))
+/// let output = try await jobs.result(of: id, as: Resize.self)
 /// ```
 public protocol JobKind: Sendable {
     /// What a job of this kind is given; stored (as JSON) with the job, so that any process that registered the kind
     /// can run it again.
     associatedtype Input: Codable & Sendable
+
+    /// What a job returns. When it is `Encodable` it is stored with the job as it completes (JSON) and a producer
+    /// reads it back; `Void` (the default) stores nothing.
+    associatedtype Output: Sendable = Void
 
     /// The kind's name in the store (what `progressctl submit` and `list --kind` use). Keep it stable: jobs in the
     /// database refer to it.
@@ -36,32 +46,45 @@ public protocol JobKind: Sendable {
     /// The options jobs of this kind get unless their submit gives others; `.default` unless the kind says.
     static var options: TaskOptions { get }
 
-    /// Runs one job: reports progress, pushes steps, stores checkpoints through `context`.
-    func run(_ input: Input, context: any TaskContext) async throws
+    /// At most this many jobs of the kind run at once across every worker on the database; `nil` (the default): only
+    /// each executor's own limit applies.
+    static var maxConcurrent: Int? { get }
+
+    /// Runs one job: reports progress, pushes steps, stores checkpoints through `context`; returns its result.
+    func run(_ input: Input, context: any TaskContext) async throws -> Output
 }
 
 extension JobKind {
     /// Cancellable, not pausable, not retryable.
     public static var options: TaskOptions { .default }
+
+    /// No limit of its own.
+    public static var maxConcurrent: Int? { nil }
 }
 
 extension TaskExecutor {
-    /// Registers a job kind given as a type (its instance carries the job's dependencies).
+    /// Registers a job kind given as a type (its instance carries the job's dependencies). An `Encodable` output is
+    /// stored with each job as it completes.
     ///
-    /// - Throws: ``ProgressionError/kindAlreadyRegistered(_:)`` when a kind of that name is registered already.
+    /// - Throws: ``ProgressionError/kindAlreadyRegistered(_:)`` when a kind of that name is registered already;
+    ///   ``ProgressionError/invalidArgument(_:)`` for a limit below 1.
     public nonisolated func register<Kind: JobKind>(_ job: Kind) throws {
-        try register(Kind.name, input: Kind.Input.self, options: Kind.options) { input, context in
-            try await job.run(input, context: context)
+        try registerKind(Kind.name, input: Kind.Input.self, options: Kind.options, maxConcurrent: Kind.maxConcurrent) {
+            input, context in
+            let output = try await job.run(input, context: context)
+            guard let encodable = output as? any Encodable else { return nil }
+            return try JSONEncoder().encode(encodable)
         }
     }
 
-    /// Submits a job of a kind given as a type; as ``submit(_:input:id:name:options:idempotencyKey:)``.
+    /// Submits a job of a kind given as a type; as ``submit(_:input:id:name:options:idempotencyKey:runAt:)-(_,Input,_,_,_,_,_)``.
     @discardableResult
     public func submit<Kind: JobKind>(
         _ kind: Kind.Type, input: Kind.Input, id: String? = nil, name: String? = nil, options: TaskOptions? = nil,
-        idempotencyKey: String? = nil
+        idempotencyKey: String? = nil, runAt: Date? = nil
     ) async throws -> String {
-        try await submit(Kind.name, input: input, id: id, name: name, options: options, idempotencyKey: idempotencyKey)
+        try await submit(
+            Kind.name, input: input, id: id, name: name, options: options, idempotencyKey: idempotencyKey, runAt: runAt)
     }
 
     /// Submits many jobs of a kind given as a type in one commit; as ``submit(_:inputs:options:idempotencyKey:)``.
@@ -73,3 +96,4 @@ extension TaskExecutor {
         try await submit(Kind.name, inputs: inputs, options: options, idempotencyKey: idempotencyKey)
     }
 }
+

@@ -96,6 +96,7 @@ actor StoreWriter {
             let (waiters, children) = engine.locked { state in
                 // Conflicts first, so that who waits for the commit sees them when woken.
                 let children = result.conflictingTaskIDs.isEmpty ? [] : state.markConflicted(result.conflictingTaskIDs)
+                if !result.rejectedTaskIDs.isEmpty { state.markRejected(result.rejectedTaskIDs) }
                 return (state.committed(upTo: taken.sequence), children)
             }
             // Fenced roots are marked before anyone waiting for this commit is woken: a step or a checkpoint whose

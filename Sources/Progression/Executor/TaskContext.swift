@@ -71,9 +71,50 @@ public protocol TaskContext: AnyObject, Sendable {
     ///
     /// - Throws: `DecodingError` when the stored checkpoint is not a `T`.
     func lastCheckpoint<T: Decodable>(as type: T.Type) throws -> T?
+
+    /// Sleeps durably until `deadline`: the job gives its slot back (other jobs run in it) and is stored as
+    /// *sleeping*, pending with that wake time and no owner; at the wake time any worker that registered its kind
+    /// runs its code again — steps that completed are skipped, checkpoints are read back — and this call, reached
+    /// again, returns. It survives a restart or a crash of the worker, and the job can be paused, cancelled or run now
+    /// meanwhile (`progressctl`). A deadline that has passed returns at once.
+    ///
+    /// Each call is a step named `name` (its occurrence under the task counts, as for `push`), so code that sleeps in
+    /// a loop sleeps once per iteration.
+    ///
+    /// - Throws: `CancellationError` when the job stops to sleep — let it propagate (code after the call runs when
+    ///   the job continues) — or is cancelled; ``ProgressionError/notResumable(taskID:reason:)`` in a closure task
+    ///   (only a job's code can run again elsewhere).
+    func sleep(until deadline: Date, name: String) async throws
+
+    /// Sleeps durably for `duration` from now, on the executor's clock; see ``sleep(until:name:)``. When the job
+    /// continues after a restart, the wake time is the one first stored, not a new `duration` from then.
+    ///
+    /// - Throws: as ``sleep(until:name:)``; ``ProgressionError/invalidArgument(_:)`` for a duration that cannot be
+    ///   stored.
+    func sleep(for duration: Duration, name: String) async throws
 }
 
 extension TaskContext {
+    /// Sleeps durably until `deadline` (a step named `sleep`); see ``sleep(until:name:)``.
+    public func sleep(until deadline: Date) async throws {
+        try await sleep(until: deadline, name: "sleep")
+    }
+
+    /// Sleeps durably for `duration` from now (a step named `sleep`); see ``sleep(for:name:)``.
+    public func sleep(for duration: Duration) async throws {
+        try await sleep(for: duration, name: "sleep")
+    }
+
+    /// Durable sleep is the executor's: a context of another kind cannot sleep durably.
+    public func sleep(until deadline: Date, name: String) async throws {
+        throw ProgressionError.notResumable(taskID: taskID, reason: "this context cannot store a wake time")
+    }
+
+    /// Durable sleep is the executor's: a context of another kind cannot sleep durably.
+    public func sleep(for duration: Duration, name: String) async throws {
+        throw ProgressionError.notResumable(taskID: taskID, reason: "this context cannot store a wake time")
+    }
+
     /// Runs a subtask that returns nothing, with weight 1 and the parent's options.
     public func push(_ name: String, _ step: @escaping @Sendable (any TaskContext) async throws -> Void) async throws {
         try await push(name, weight: 1, options: nil, step)
@@ -184,6 +225,19 @@ final class LiveTaskContext: TaskContext {
         try await engine.waitWhilePaused(handle)
         let data = try JSONEncoder().encode(value)
         try await engine.checkpoint(handle, data: data)
+    }
+
+    func sleep(until deadline: Date, name: String) async throws {
+        try await engine.sleep(handle, until: deadline, name: name)
+    }
+
+    func sleep(for duration: Duration, name: String) async throws {
+        let seconds = Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+        let now = engine.now()
+        guard seconds.isFinite, seconds >= 0, seconds < JobOptions.latestRunAt.timeIntervalSince(now) else {
+            throw ProgressionError.invalidArgument("a sleep of \(duration) cannot be stored")
+        }
+        try await engine.sleep(handle, until: now.addingTimeInterval(seconds), name: name)
     }
 
     func lastCheckpoint<T: Decodable>(as type: T.Type) throws -> T? {

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// A job's stored input does not decode as the kind's input type: no retry can mend it.
 public struct InvalidJobInputError: NonRetryableError, LocalizedError, CustomStringConvertible {
@@ -19,28 +20,61 @@ extension TaskExecutor {
     ///
     /// ```swift
     /// struct ImportInput: Codable, Sendable { var directory: String }
-    /// try try executor.register("import", input: ImportInput.self, options: .interactive.retryable()) { input, context in
+    /// try executor.register("import", input: ImportInput.self, options: .interactive.retryable()) { input, context in
     ///     let done = try context.lastCheckpoint(as: Int.self) ?? 0
     ///     …
     /// }
     /// ```
     ///
+    /// - Parameters:
+    ///   - kind: the kind's name in the store (what `progressctl submit` and `list --kind` use).
+    ///   - input: the type of its jobs' input, decoded from the stored JSON.
+    ///   - options: the options its jobs get unless their submit gives others.
+    ///   - maxConcurrent: at most this many jobs of the kind run at once across every worker on the database (its
+    ///     jobs then start only through the store, which counts them); `nil`: only the executor's own limit.
+    ///   - body: the job's code.
     /// - Throws: ``ProgressionError/kindAlreadyRegistered(_:)`` when the kind is registered already (the first code
-    ///   stays).
+    ///   stays); ``ProgressionError/invalidArgument(_:)`` for a limit below 1.
     public nonisolated func register<Input: Decodable & Sendable>(
-        _ kind: String, input: Input.Type, options: TaskOptions = .default,
+        _ kind: String, input: Input.Type, options: TaskOptions = .default, maxConcurrent: Int? = nil,
         _ body: @escaping @Sendable (Input, any TaskContext) async throws -> Void
     ) throws {
+        try registerKind(kind, input: input, options: options, maxConcurrent: maxConcurrent) { input, context in
+            try await body(input, context)
+            return nil
+        }
+    }
+
+    /// Registers a job kind whose jobs return a result: it is stored with the job when it completes (JSON), shown by
+    /// `progressctl show`, and read back by a producer with ``JobClient/result(of:as:timeout:)``.
+    ///
+    /// - Throws: as ``register(_:input:options:maxConcurrent:_:)``.
+    public nonisolated func register<Input: Decodable & Sendable, Output: Encodable & Sendable>(
+        _ kind: String, input: Input.Type, output: Output.Type, options: TaskOptions = .default,
+        maxConcurrent: Int? = nil, _ body: @escaping @Sendable (Input, any TaskContext) async throws -> Output
+    ) throws {
+        try registerKind(kind, input: input, options: options, maxConcurrent: maxConcurrent) { input, context in
+            try JSONEncoder().encode(try await body(input, context))
+        }
+    }
+
+    nonisolated func registerKind<Input: Decodable & Sendable>(
+        _ kind: String, input: Input.Type, options: TaskOptions, maxConcurrent: Int?,
+        _ body: @escaping @Sendable (Input, any TaskContext) async throws -> Data?
+    ) throws {
+        if let maxConcurrent, maxConcurrent < 1 {
+            throw ProgressionError.invalidArgument("the limit of kind '\(kind)' must be at least 1, not \(maxConcurrent)")
+        }
         try engine.registry.register(
             kind,
-            RegisteredKind(options: options) { data, context in
+            RegisteredKind(options: options, maxConcurrent: maxConcurrent) { data, context in
                 let input: Input
                 do {
                     input = try JSONDecoder().decode(Input.self, from: data)
                 } catch {
-                    throw InvalidJobInputError(kind: kind, reason: String(describing: error))
+                    throw InvalidJobInputError(kind: kind, reason: JobInputDecoding.describe(error))
                 }
-                try await body(input, context)
+                return try await body(input, context)
             })
     }
 
@@ -50,7 +84,8 @@ extension TaskExecutor {
     }
 
     /// Submits a job of a registered kind. Returns once the job's row is committed; the job runs when a slot is free
-    /// (in the same commit when one is free now).
+    /// (in the same commit when one is free now) — on this executor, or on another worker of the database that
+    /// registered the kind and has a slot first.
     ///
     /// - Parameters:
     ///   - kind: the name the kind was registered under.
@@ -59,23 +94,31 @@ extension TaskExecutor {
     ///   - name: what the job is called in snapshots and `progressctl`; by default the kind's name.
     ///   - options: by default the kind's options.
     ///   - idempotencyKey: a second submit with the same kind and key returns the first job's id and adds nothing.
+    ///   - runAt: when the job may start (a delayed job); `nil` or a time past: at once. It waits in the store,
+    ///     holding no slot, listed as *scheduled*.
     /// - Throws: ``ProgressionError/unknownKind(_:)``, ``ProgressionError/duplicateID(_:)``, `EncodingError`,
-    ///   ``ProgressionError/shutDown``.
+    ///   ``ProgressionError/shutDown``, ``JobInputTooLargeError``.
     @discardableResult
     public func submit<Input: Encodable & Sendable>(
         _ kind: String, input: Input, id: String? = nil, name: String? = nil, options: TaskOptions? = nil,
-        idempotencyKey: String? = nil
+        idempotencyKey: String? = nil, runAt: Date? = nil
     ) async throws -> String {
         guard let job = engine.registry.kind(kind) else { throw ProgressionError.unknownKind(kind) }
         try startIfNeeded()
         if let idempotencyKey, let existing = try await store.root(kind: kind, idempotencyKey: idempotencyKey) {
             return existing.id
         }
-        let data = try JSONEncoder().encode(input)
+        let data = try JobInputLimit.encode(input, kind: kind, limit: engine.configuration.maxInputBytes)
         let id = if let id { id } else { try await engine.identifiers.next() }
-        let record = TaskRecord(
+        let now = engine.now()
+        var record = TaskRecord(
             id: id, name: name ?? kind, kind: kind, input: data, idempotencyKey: idempotencyKey,
-            options: options ?? job.options, status: .pending, ownerID: ownerID, createdAt: engine.now())
+            options: options ?? job.options, status: .pending, ownerID: nil, createdAt: now)
+        if let runAt, runAt > now { record.nextAttemptAt = runAt.roundedToMilliseconds }
+        if record.nextAttemptAt != nil || job.maxConcurrent != nil {
+            // It waits in the store (a later time, or a limit that claims count): any worker claims it.
+            return try await JobInserter(store: engine.store).insert([record])[0]
+        }
         let (handles, sequence) = try engine.addRoots([
             NewRoot(record: record, body: { context in try await job.run(data, context) })
         ])
@@ -98,7 +141,7 @@ extension TaskExecutor {
     ///   - options: by default the kind's options.
     ///   - idempotencyKey: derives each job's key from its input; a job whose key exists already is not added again
     ///     and its existing id is returned in its place.
-    /// - Throws: as ``submit(_:input:id:name:options:idempotencyKey:)-(_,Input,_,_,_,_)``.
+    /// - Throws: as ``submit(_:input:id:name:options:idempotencyKey:runAt:)-(_,Input,_,_,_,_,_)``.
     @discardableResult
     public func submit<Input: Encodable & Sendable>(
         _ kind: String, inputs: [Input], options: TaskOptions? = nil,
@@ -106,7 +149,6 @@ extension TaskExecutor {
     ) async throws -> [String] {
         guard let job = engine.registry.kind(kind) else { throw ProgressionError.unknownKind(kind) }
         try startIfNeeded()
-        let encoder = JSONEncoder()
         let now = engine.now()
         var ids: [String?] = []
         var keys: [String?] = []
@@ -126,15 +168,20 @@ extension TaskExecutor {
                 }
                 seenKeys[key] = roots.count
             }
-            let data = try encoder.encode(input)
+            let data = try JobInputLimit.encode(input, kind: kind, limit: engine.configuration.maxInputBytes)
             let record = TaskRecord(
                 id: try await engine.identifiers.next(), name: kind, kind: kind, input: data, idempotencyKey: key,
-                options: options ?? job.options, status: .pending, ownerID: ownerID, createdAt: now)
+                options: options ?? job.options, status: .pending, ownerID: nil, createdAt: now)
             ids.append(record.id)
             roots.append(NewRoot(record: record, body: { context in try await job.run(data, context) }))
         }
-        let (handles, sequence) = try engine.addRoots(roots)
-        let conflicted = Set(try await engine.commitNewRoots(handles, sequence: sequence))
+        var conflicted: Set<String> = []
+        if job.maxConcurrent != nil {
+            _ = try await JobInserter(store: engine.store).insert(roots.map(\.record))
+        } else {
+            let (handles, sequence) = try engine.addRoots(roots)
+            conflicted = Set(try await engine.commitNewRoots(handles, sequence: sequence))
+        }
         var result: [String] = []
         for (index, id) in ids.enumerated() {
             let key = keys[index]
@@ -147,5 +194,61 @@ extension TaskExecutor {
             }
         }
         return result
+    }
+
+    // MARK: Kinds across the fleet
+
+    /// Pauses a job kind on every worker of the database: no new job of it starts (running ones go on) until
+    /// ``resumeKind(_:)``. Returns whether it was running.
+    @discardableResult
+    public func pauseKind(_ kind: String) async throws -> Bool {
+        let changed = try await engine.store.setKindPaused(kind, paused: true, at: engine.now())
+        await engine.refreshPausedKinds()
+        return changed
+    }
+
+    /// Lets a paused job kind start jobs again. Returns whether it was paused.
+    @discardableResult
+    public func resumeKind(_ kind: String) async throws -> Bool {
+        let changed = try await engine.store.setKindPaused(kind, paused: false, at: engine.now())
+        await engine.refreshPausedKinds()
+        engine.storeChanged.store(true, ordering: .relaxed)
+        engine.claimSignal.signal()
+        return changed
+    }
+}
+
+/// Words for why a job's input does not decode: which key or value, without Swift's internals.
+enum JobInputDecoding {
+    static func describe(_ error: any Error) -> String {
+        guard let error = error as? DecodingError else { return ProgressionError.describe(error) }
+        func path(_ codingPath: [any CodingKey]) -> String {
+            let keys = codingPath.map { $0.intValue.map { "[\($0)]" } ?? $0.stringValue }
+            return keys.isEmpty ? "the input" : "'" + keys.joined(separator: ".").replacingOccurrences(of: ".[", with: "[") + "'"
+        }
+        switch error {
+        case .keyNotFound(let key, let context):
+            return "the key '\(key.stringValue)' is missing" + (context.codingPath.isEmpty ? "" : " in \(path(context.codingPath))")
+        case .typeMismatch(let type, let context):
+            return "\(path(context.codingPath)) is not \(Self.describe(type))"
+        case .valueNotFound(let type, let context):
+            return "\(path(context.codingPath)) is null, not \(Self.describe(type))"
+        case .dataCorrupted(let context):
+            if context.codingPath.isEmpty { return "it is not valid JSON" }
+            return "\(path(context.codingPath)) cannot be read"
+        @unknown default:
+            return "it does not match the kind's input"
+        }
+    }
+
+    private static func describe(_ type: Any.Type) -> String {
+        switch type {
+        case is String.Type: "a string"
+        case is Bool.Type: "true or false"
+        case is Int.Type, is Int64.Type, is Int32.Type, is UInt.Type, is UInt64.Type: "a whole number"
+        case is Double.Type, is Float.Type: "a number"
+        default:
+            String(describing: type).hasPrefix("Array") ? "a list" : (String(describing: type).hasPrefix("Dictionary") ? "an object" : "a \(type)")
+        }
     }
 }

@@ -32,10 +32,12 @@ extension TaskExecutor {
         let engine = engine
         try await engine.retryingStorage("registering the owner") {
             try await engine.store.saveOwner(engine.ownerRecord(heartbeatAt: engine.now()))
-            try await engine.store.saveKinds(engine.registry.options, at: engine.now())
+            try await engine.store.saveKinds(engine.registry.stored, at: engine.now())
         }
+        try await engine.declareSchedules()
+        await engine.refreshPausedKinds()
         engine.locked { $0.schedulerEnabled = true }
-        await engine.recoverOnce()
+        await engine.claimOnce()
     }
 
     // MARK: Shutting down
@@ -112,32 +114,29 @@ extension ExecutionEngine {
     /// queued, paused and waiting roots are handed back now. Returns the tasks to wait for.
     func beginShutdown() -> (running: [Task<Void, Never>], loading: [Task<Void, Never>]) {
         let now = now()
-        let (running, loading, waiters, cancellation) = locked {
-            state -> ([Task<Void, Never>], [Task<Void, Never>], [CheckedContinuation<Void, Never>], Cancellation) in
+        let (running, cancellation) = locked { state -> ([Task<Void, Never>], Cancellation) in
             state.isShutDown = true
             _ = state.runQueue.drain()
             _ = state.timers.removeAll()
             var running: [Task<Void, Never>] = []
-            var waiters: [CheckedContinuation<Void, Never>] = []
             var cancellation = Cancellation()
             for root in state.roots where !root.record.status.isFinished {
-                if root.phase == .running {
+                if root.phase == .running || root.phase == .suspended || root.execution != nil {
                     cancellation.actions += Self.stop(root, .shutdown).actions
                     if let task = root.runTask { running.append(task) }
                 } else {
-                    // Queued, paused or waiting for its next attempt: handed back (a paused one stays paused).
-                    _ = try? state.transition(root, .release, by: .system, now: now, silent: true)
+                    // Queued, paused or waiting for its next attempt: handed back (a paused one stays paused); a job
+                    // queued unowned is the store's already.
+                    if root.committed.ownerID != nil {
+                        _ = try? state.transition(root, .release, by: .system, now: now, silent: true)
+                    }
                     state.setIdle(root)
                 }
             }
-            waiters += state.claimWaiters.values.joined()
-            state.claimWaiters.removeAll()
-            state.claimedIDs.removeAll()
-            return (running, Array(state.claimedRuns.values), waiters, cancellation)
+            return (running, cancellation)
         }
         cancellation.run()
-        for waiter in waiters { waiter.resume() }
-        return (running, loading)
+        return (running, [])
     }
 }
 

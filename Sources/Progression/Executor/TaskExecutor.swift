@@ -45,13 +45,16 @@ public actor TaskExecutor {
         /// A job interrupted more times than this (its process died while it ran: a crash loop) fails instead of
         /// running again.
         public var maxInterruptions = 3
-        /// How often the scheduler looks for tasks of dead owners and jobs nobody runs.
+        /// How often the scheduler looks for tasks of dead owners, even when nothing else says the store changed.
+        /// Jobs submitted by other processes are claimed when their commit is seen (every
+        /// ``controlPollInterval``), and jobs that wait for a time when it comes.
         public var recoveryInterval: Duration = .seconds(1)
-        /// The most roots one claim takes (claims run back to back while they come back full).
-        public var claimBatchSize = 10_000
-        /// The most claimed roots that wait here for a slot: beyond it this executor claims no more, and other live
-        /// executors on the database take the rest.
-        public var claimBacklogLimit = 100_000
+        /// How long a change of a task held by another live executor (``TaskExecutor/pause(taskID:)`` of a job that
+        /// runs elsewhere) waits for that executor's answer.
+        public var controlAnswerTimeout: Duration = .seconds(5)
+        /// A schedule's tick that a worker sees later than this is missed (its schedule's ``MissedTicks`` policy
+        /// decides): a worker that starts a little after a tick still runs it.
+        public var scheduleGrace: Duration = .seconds(60)
         /// How often the executor checks the store for control requests of another process (a cheap check of
         /// SQLite's `data_version` when nothing changed).
         public var controlPollInterval: Duration = .milliseconds(100)
@@ -66,6 +69,9 @@ public actor TaskExecutor {
         public var hostName: String = OwnerRecord.currentHost
         /// How often the store's write-ahead log is checkpointed, off the commit path.
         public var checkpointInterval: Duration = .seconds(1)
+        /// The largest job input accepted, in bytes of JSON (16 MiB): a larger one is refused with
+        /// ``JobInputTooLargeError`` and nothing is stored.
+        public var maxInputBytes = 16 << 20
         /// How long a graceful shutdown waits for running code to stop at its next report.
         public var shutdownGracePeriod: Duration = .seconds(10)
         /// Where the executor logs what happens out of the task code's sight — recoveries and claims, retries, lost
@@ -107,7 +113,12 @@ public actor TaskExecutor {
                 "TaskExecutor needs a store of the Progression package (SQLiteTaskStore, InMemoryTaskStore, "
                     + "PostgresTaskStore), not \(type(of: store))")
         }
-        self.store = store
+        self.init(backend: backend, configuration: configuration)
+    }
+
+    /// An executor on one of the package's stores.
+    package init(backend: any TaskStoreBackend, configuration: Configuration = .init()) {
+        store = backend
         let ownerID = configuration.ownerID ?? TaskIdentifier.random()
         self.ownerID = ownerID
         engine = ExecutionEngine(store: backend, ownerID: ownerID, configuration: configuration)
@@ -147,8 +158,8 @@ public actor TaskExecutor {
         engine.state.withLock { state in
             let waiting = state.commitWaiters.map(\.sequence)
             let phases = Dictionary(grouping: state.roots, by: { "\($0.phase)" }).mapValues(\.count)
-            return "slots \(state.runQueue.running)/\(state.runQueue.maxConcurrent), queued \(state.runQueue.ready.count) "
-                + "(claimed \(state.runQueue.claimedWaiting)), phases \(phases), change \(state.changeSequence), "
+            return "slots \(state.runQueue.running)/\(state.runQueue.maxConcurrent), queued \(state.runQueue.queued), "
+                + "phases \(phases), change \(state.changeSequence), "
                 + "committed \(state.committedSequence), waiters \(waiting.count) (lowest \(waiting.min() ?? -1)), "
                 + "dirty \(state.dirtyNodes.count), events \(state.events.count), timers \(state.timers.earliest.map { "\($0)" } ?? "none"), "
                 + "storage \(state.storage), urgent \(state.urgent)"
@@ -180,7 +191,12 @@ public actor TaskExecutor {
         let id = if let id { id } else { try await engine.identifiers.next() }
         let record = TaskRecord(
             id: id, name: name, options: options, status: .pending, ownerID: ownerID, createdAt: engine.now())
-        let (handles, sequence) = try engine.addRoots([NewRoot(record: record, body: body)])
+        let (handles, sequence) = try engine.addRoots([
+            NewRoot(record: record, body: { context in
+                try await body(context)
+                return nil
+            })
+        ])
         if try await !engine.commitNewRoots(handles, sequence: sequence).isEmpty {
             throw ProgressionError.duplicateID(id)
         }
@@ -214,6 +230,15 @@ public actor TaskExecutor {
     ///   ``ProgressionError/invalidState(taskID:status:action:)`` for a finished task.
     public func cancel(taskID: String) async throws {
         try await engine.cancel(taskID)
+    }
+
+    /// Runs a job that waits for a time — a run-at, a retry's backoff, a durable sleep — as soon as a worker has a free
+    /// slot. Works wherever the job is: here, in the store, or held by another live executor.
+    ///
+    /// - Throws: ``ProgressionError/notFound(taskID:)``, ``ProgressionError/invalidState(taskID:status:action:)`` for a
+    ///   subtask, a finished job or one that waits for no time.
+    public func runNow(taskID: String) async throws {
+        try await engine.runNow(taskID)
     }
 
     /// Cancels every unfinished task whose options allow it.

@@ -43,9 +43,13 @@ package struct TaskFailure: Sendable, Hashable {
 ///     │  ▼               │ ▼                                            │        │
 ///     │  paused ─────────┘ (resume: running while its code runs, else pending)   │
 ///     │    retryLater (a failed attempt with retries left), interrupt (its process died),
-///     │    release (a graceful stop) lead back to pending (a paused task stays paused)
+///     │    release (a graceful stop), suspend (a durable sleep) lead back to pending (a paused task
+///     │    stays paused); resumeRun: a resumed root whose code waited for a slot gets one
 ///     └────────────────────────── retry ──────────────────────────────┴────────┘
 /// ```
+///
+/// A pending or paused root may wait for a time (``TaskRecord/nextAttemptAt``: a run-at, a retry's backoff, the end of
+/// a durable sleep); `runNow` ends the wait.
 ///
 /// A transition of a node does not change its descendants' rows: a node below a paused one is shown paused (its code
 /// waits at its next report) but keeps its own status; cancelling a node cancels its descendants' code, and each of
@@ -63,6 +67,15 @@ package enum TaskLifecycle {
         case pause
         /// Undo a pause: paused → running when its code still runs (`codeRunning`), else pending.
         case resume(codeRunning: Bool)
+        /// A root resumed while no slot was free (its code waits, suspended) gets a slot: pending → running. No event:
+        /// the resume was recorded.
+        case resumeRun
+        /// A durable sleep: the root's code stops and gives its slot back until `until`, when any worker continues it:
+        /// running → pending (paused stays paused), no owner, next attempt at `until`.
+        case suspend(until: Date)
+        /// A root that waits for a time (a run-at, a retry's backoff, a durable sleep) runs as soon as a worker can
+        /// take it: its next attempt time is cleared.
+        case runNow
         /// Its code returned: running | paused → completed, with the step's stored value.
         case complete(result: Data?)
         /// Its code threw (or it timed out, or cannot run again): → failed.
@@ -89,6 +102,9 @@ package enum TaskLifecycle {
             case .rerun: "run again"
             case .pause: "pause"
             case .resume: "resume"
+            case .resumeRun: "resume the run of"
+            case .suspend: "suspend"
+            case .runNow: "run now"
             case .complete: "complete"
             case .fail: "fail"
             case .retryLater: "schedule a retry of"
@@ -149,6 +165,21 @@ package enum TaskLifecycle {
             if guarded, !options.canPause { throw .notPausable(taskID: taskID) }
             guard status == .paused else { throw refuse() }
             return Outcome(status: codeRunning ? .running : .pending, event: .resumed)
+
+        case .resumeRun:
+            guard status == .pending, isRoot else { throw refuse() }
+            return Outcome(status: .running, event: nil)
+
+        case .suspend:
+            guard isRoot, status == .running || status == .paused else { throw refuse() }
+            return Outcome(status: status == .paused ? .paused : .pending, event: .sleeping)
+
+        case .runNow:
+            guard isRoot else {
+                throw .invalidState(taskID: taskID, status: status, action: "run a subtask now (run its root now)")
+            }
+            guard status == .pending || status == .paused else { throw refuse("run it now") }
+            return Outcome(status: status, event: .scheduled)
 
         case .complete:
             guard status == .running || status == .paused else { throw refuse() }
@@ -245,8 +276,19 @@ package enum TaskLifecycle {
             record.result = nil
             record.nextAttemptAt = nil
             record.rate = nil
-        case .pause, .resume:
+        case .pause, .resume, .resumeRun:
             break
+        case .suspend(let until):
+            record.ownerID = nil
+            record.nextAttemptAt = until
+            record.rate = nil
+            eventMessage = eventMessage ?? "until \(until.formatted(.iso8601))"
+        case .runNow:
+            guard record.nextAttemptAt != nil else {
+                throw .invalidState(taskID: record.id, status: record.status, action: "run it now: it waits for no time")
+            }
+            record.nextAttemptAt = nil
+            eventMessage = eventMessage ?? "run now"
         case .complete(let result):
             record.finishedAt = now
             record.result = result

@@ -9,14 +9,35 @@ package struct OwnerRecord: Sendable, Hashable, Codable, Identifiable {
     package var heartbeatAt: Date
     /// Set when the owner shut down cleanly.
     package var stoppedAt: Date?
+    /// The job kinds it registered (it runs jobs of those only); `nil` when not recorded (an owner of an older
+    /// version).
+    package var kinds: [String]?
 
-    package init(id: String, host: String, pid: Int32, startedAt: Date, heartbeatAt: Date, stoppedAt: Date? = nil) {
+    package init(
+        id: String, host: String, pid: Int32, startedAt: Date, heartbeatAt: Date, stoppedAt: Date? = nil,
+        kinds: [String]? = nil
+    ) {
         self.id = id
         self.host = host
         self.pid = pid
         self.startedAt = startedAt
         self.heartbeatAt = heartbeatAt
         self.stoppedAt = stoppedAt
+        self.kinds = kinds
+    }
+}
+
+extension OwnerRecord {
+    /// The stored form of ``kinds``: a JSON array of names, or `nil`.
+    package static func encodeKinds(_ kinds: [String]?) throws -> String? {
+        guard let kinds else { return nil }
+        return String(decoding: try JSONEncoder().encode(kinds.sorted()), as: UTF8.self)
+    }
+
+    /// ``kinds`` from its stored form (text that does not decode reads as not recorded).
+    package static func decodeKinds(_ text: String?) -> [String]? {
+        guard let text else { return nil }
+        return try? JSONDecoder().decode([String].self, from: Data(text.utf8))
     }
 }
 
@@ -24,6 +45,20 @@ package struct OwnerRecord: Sendable, Hashable, Codable, Identifiable {
 package struct ControlRequest: Sendable, Hashable, Codable, Identifiable {
     package enum Action: String, Sendable, Hashable, Codable, CaseIterable {
         case pause, resume, cancel, retry, remove
+        /// A job that waits for a time (a run-at, a retry's backoff, a durable sleep) runs at once.
+        case runNow = "run-now"
+    }
+
+    /// The lifecycle transition an action asks for.
+    package static func transition(of action: Action) -> TaskLifecycle.Transition {
+        switch action {
+        case .pause: .pause
+        case .resume: .resume(codeRunning: false)
+        case .cancel: .cancel
+        case .retry: .retry
+        case .remove: .remove
+        case .runNow: .runNow
+        }
     }
 
     /// The store's number; 0 before it is stored.

@@ -32,6 +32,12 @@ public enum ProgressionError: Error, Sendable, LocalizedError, CustomStringConve
     case tooManyInterruptions(taskID: String, count: Int)
     /// The executor is shutting down or shut down.
     case shutDown
+    /// The live executor that holds the task refused the change, or did not answer in time.
+    case refusedByOwner(taskID: String, owner: String, reason: String)
+    /// A value given to the executor cannot be used (a limit below 1, a run-at that cannot be stored).
+    case invalidArgument(String)
+    /// A durable sleep outside a job: only a job's code (a registered kind) can be continued by another process.
+    case notResumable(taskID: String, reason: String)
 
     /// The description for people.
     public var errorDescription: String? { description }
@@ -67,6 +73,12 @@ public enum ProgressionError: Error, Sendable, LocalizedError, CustomStringConve
             "Task '\(id)' was interrupted \(count) times (its process died while it ran each time): it is not run again"
         case .shutDown:
             "The executor is shut down"
+        case .refusedByOwner(let id, let owner, let reason):
+            "The executor '\(owner)' that holds task '\(id)' did not change it: \(reason)"
+        case .invalidArgument(let detail):
+            "Invalid argument: \(detail)"
+        case .notResumable(let id, let reason):
+            "Task '\(id)' cannot sleep durably: \(reason)"
         }
     }
 

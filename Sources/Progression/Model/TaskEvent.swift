@@ -30,6 +30,10 @@ public struct TaskEvent: Sendable, Hashable, Codable {
         case interrupted
         /// Another executor took the task over.
         case recovered
+        /// The job's run-at time was set or cleared (run now).
+        case scheduled
+        /// The job gave its slot back until a time (a durable sleep): any worker continues it then.
+        case sleeping
     }
 
     /// The store's sequence number; `nil` before it is stored.

@@ -111,6 +111,31 @@ public struct TaskRecord: Sendable, Hashable, Codable, Identifiable {
     /// Whether the task is a root (it has no parent).
     public var isRoot: Bool { parentID == nil }
 
+    /// What a root that waits for a time (``nextAttemptAt``) waits for; `nil` when it waits for none (or is not a
+    /// pending or paused root).
+    public var waitReason: WaitReason? {
+        guard isRoot, nextAttemptAt != nil, status == .pending || status == .paused else { return nil }
+        if errorDescription != nil { return .retry }
+        return startedAt == nil ? .runAt : .sleep
+    }
+
+    /// Why a job waits for a time.
+    public enum WaitReason: String, Sendable, Hashable, Codable {
+        /// It was submitted to run at a time (a delayed job, or a schedule's): it is *scheduled*.
+        case runAt = "scheduled"
+        /// An attempt failed and its retry policy gave it another one then: it is *retrying*.
+        case retry = "retrying"
+        /// Its code slept (``TaskContext/sleep(until:name:)``) and gave its slot back until then: it is *sleeping*.
+        case sleep = "sleeping"
+    }
+
+    /// The status as people read it: a pending root that waits for a time says why (`scheduled`, `retrying`,
+    /// `sleeping`); otherwise the status.
+    public var displayStatus: String {
+        if status == .pending, let waitReason { return waitReason.rawValue }
+        return status.rawValue
+    }
+
     /// The estimated time until the task completes, from its progress and rate: `nil` unless it runs and moves.
     public var estimatedTimeRemaining: Duration? {
         TaskProgressEstimate.remaining(progress: progress, rate: rate, status: status)

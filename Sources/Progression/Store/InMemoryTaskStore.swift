@@ -12,8 +12,10 @@ public actor InMemoryTaskStore: TaskStoreBackend {
         var owners: [String: OwnerRecord] = [:]
         var controls: [ControlRequest] = []
         var changes: Int64 = 0
-        /// Job kinds executors registered.
-        var kinds: [String: TaskOptions] = [:]
+        /// Job kinds executors registered, the paused ones, and schedules.
+        var kinds: [String: StoredKind] = [:]
+        var pausedKinds: [String: Date] = [:]
+        var schedules: [String: ScheduleRecord] = [:]
         /// The root-id sequence (see ``TaskIdentifier``).
         var nextIdentifier = Int64.random(in: 0..<(1 << 38))
         /// Indexes, as the SQLite schema has them: child identity, idempotency key, nodes of each root.
@@ -96,7 +98,13 @@ public actor InMemoryTaskStore: TaskStoreBackend {
                 }
             }
             for update in batch.updates {
-                guard !isRejected(update.record.rootID), var stored = state.tasks[update.record.id] else {
+                let held: Bool
+                if let status = update.unownedWithStatus {
+                    held = state.tasks[update.record.id].map { $0.ownerID == nil && $0.status == status } ?? false
+                } else {
+                    held = !isRejected(update.record.rootID)
+                }
+                guard held, var stored = state.tasks[update.record.id] else {
                     rejected.append(update.record.id)
                     continue
                 }
@@ -124,10 +132,8 @@ public actor InMemoryTaskStore: TaskStoreBackend {
                 return TaskChangeResult(before: before, after: nil, deleted: nodes.count)
             }
             try Self.put(after, into: &state)
-            var cascade: [TaskUpdate] = []
-            if case .cancel = request.transition {
-                cascade = try TaskUpdate.cancelling(nodes.dropFirst(), at: request.at)
-            }
+            // Descendants of a cancelled task end with it; a job run now stops sleeping.
+            let cascade = try TaskUpdate.cascade(of: request.transition, over: nodes.dropFirst(), at: request.at)
             for update in cascade { try Self.put(update.record, into: &state) }
             try Self.append(event.map { [$0] } ?? [], to: &state)
             return TaskChangeResult(before: before, after: state.tasks[after.id], cascaded: cascade.count)
@@ -136,14 +142,33 @@ public actor InMemoryTaskStore: TaskStoreBackend {
 
     package func claimRoots(_ claim: RootClaim) throws -> [ClaimedRoot] {
         try transaction { state in
-            let claimed = state.tasks.values
-                .filter { $0.isRoot && !$0.status.isFinished && claim.fromOwners.contains($0.ownerID) }
+            // Room of limited kinds: their owned roots that run or are about to.
+            var room: [String: Int] = [:]
+            for (name, kind) in state.kinds {
+                if let limit = kind.maxConcurrent { room[name] = limit }
+            }
+            for task in state.tasks.values
+            where task.isRoot && task.ownerID != nil && (task.status == .running || task.status == .pending) {
+                if let kind = task.kind, let left = room[kind] { room[kind] = left - 1 }
+            }
+            let now = claim.now.storedMilliseconds
+            let candidates = state.tasks.values
+                .filter { $0.isRoot && !$0.status.isFinished && $0.status != .paused && claim.fromOwners.contains($0.ownerID) }
+                .filter { ($0.nextAttemptAt?.storedMilliseconds ?? .min) <= now }
                 .filter { task in claim.kinds.map { kinds in task.kind.map(kinds.contains) ?? true } ?? true }
+                .filter { task in task.kind.map { state.pausedKinds[$0] == nil } ?? true }
                 .sorted { left, right in
                     if left.priority != right.priority { return left.priority > right.priority }
                     return (left.createdAt, left.id) < (right.createdAt, right.id)
                 }
-                .prefix(max(0, claim.limit))
+            var claimed: [TaskRecord] = []
+            for task in candidates where claimed.count < claim.limit {
+                if let kind = task.kind, let left = room[kind] {
+                    guard left > 0 else { continue }
+                    room[kind] = left - 1
+                }
+                claimed.append(task)
+            }
             for root in claimed {
                 state.remember(root.id)
                 state.tasks[root.id]?.ownerID = claim.newOwner
@@ -219,13 +244,114 @@ public actor InMemoryTaskStore: TaskStoreBackend {
 
     package func maintain(_ work: StoreMaintenance) {}
 
-    package func saveKinds(_ kinds: [String: TaskOptions], at date: Date) {
+    package func saveKinds(_ kinds: [String: StoredKind], at date: Date) {
         state.kinds.merge(kinds) { _, new in new }
         state.changes += 1
     }
 
-    package func registeredKinds() -> [String: TaskOptions] {
+    package func registeredKinds() -> [String: StoredKind] {
         state.kinds
+    }
+
+    package func setKindPaused(_ kind: String, paused: Bool, at date: Date) -> Bool {
+        defer { state.changes += 1 }
+        if paused {
+            guard state.pausedKinds[kind] == nil else { return false }
+            state.pausedKinds[kind] = date.roundedToMilliseconds
+            return true
+        }
+        return state.pausedKinds.removeValue(forKey: kind) != nil
+    }
+
+    package func pausedKinds() -> [String: Date] {
+        state.pausedKinds
+    }
+
+    package func nextWaitingTime(after date: Date) -> Date? {
+        let after = date.storedMilliseconds
+        return state.tasks.values.lazy
+            .filter { $0.isRoot && $0.status == .pending }
+            .compactMap(\.nextAttemptAt)
+            .filter { $0.storedMilliseconds > after }
+            .min()
+    }
+
+    package func saveSchedules(_ schedules: [ScheduleRecord], at date: Date) -> [ScheduleRecord] {
+        defer { state.changes += 1 }
+        return schedules.map { declared in
+            var schedule = declared
+            if let stored = state.schedules[schedule.name] {
+                schedule.lastFireAt = stored.lastFireAt
+                schedule.lastJobID = stored.lastJobID
+                schedule.paused = stored.paused
+                if stored.hasSameTicks(as: schedule) { schedule.nextFireAt = stored.nextFireAt }
+            }
+            schedule.updatedAt = date.roundedToMilliseconds
+            schedule.nextFireAt = schedule.nextFireAt.roundedToMilliseconds
+            state.schedules[schedule.name] = schedule
+            return schedule
+        }
+    }
+
+    package func schedules() -> [ScheduleRecord] {
+        state.schedules.values.sorted { $0.name < $1.name }
+    }
+
+    package func dueSchedules(at date: Date, limit: Int) -> [ScheduleRecord] {
+        Array(
+            state.schedules.values.filter { !$0.paused && $0.nextFireAt.storedMilliseconds <= date.storedMilliseconds }
+                .sorted { ($0.nextFireAt, $0.name) < ($1.nextFireAt, $1.name) }.prefix(max(0, limit)))
+    }
+
+    package func earliestScheduleTick(after date: Date) -> Date? {
+        state.schedules.values.filter { !$0.paused && $0.nextFireAt.storedMilliseconds > date.storedMilliseconds }
+            .map(\.nextFireAt).min()
+    }
+
+    package func fireSchedule(_ fire: ScheduleFire) throws -> Bool {
+        try transaction { state in
+            guard var schedule = state.schedules[fire.name], !schedule.paused,
+                schedule.nextFireAt.storedMilliseconds == fire.expectedNextFireAt.storedMilliseconds
+            else { return false }
+            for job in fire.jobs {
+                if let kind = job.kind, let key = job.idempotencyKey, state.idempotency[kind + "\u{0}" + key] != nil {
+                    continue
+                }
+                try Self.put(job, into: &state)
+            }
+            let inserted = Set(fire.jobs.map(\.id)).filter { state.tasks[$0] != nil }
+            try Self.append(fire.events.filter { inserted.contains($0.taskID) }, to: &state)
+            schedule.nextFireAt = fire.nextFireAt.roundedToMilliseconds
+            if let tick = fire.firedTick { schedule.lastFireAt = tick.roundedToMilliseconds }
+            if let job = fire.jobs.last { schedule.lastJobID = job.id }
+            state.schedules[fire.name] = schedule
+            return true
+        }
+    }
+
+    package func setSchedulePaused(_ name: String, paused: Bool, nextFireAt: Date?, at date: Date) -> ScheduleRecord? {
+        guard var schedule = state.schedules[name] else { return nil }
+        defer { state.changes += 1 }
+        schedule.paused = paused
+        if let nextFireAt { schedule.nextFireAt = nextFireAt.roundedToMilliseconds }
+        schedule.updatedAt = date.roundedToMilliseconds
+        state.schedules[name] = schedule
+        return schedule
+    }
+
+    package func removeSchedule(_ name: String) -> Bool {
+        defer { state.changes += 1 }
+        return state.schedules.removeValue(forKey: name) != nil
+    }
+
+    /// How many failed subtasks each of these roots has; roots without any are left out.
+    public func failedSteps(ofRoots ids: [String]) -> [String: Int] {
+        var counts: [String: Int] = [:]
+        for id in Set(ids) {
+            let failed = (state.byRoot[id] ?? []).count { state.tasks[$0].map { !$0.isRoot && $0.status == .failed } ?? false }
+            if failed > 0 { counts[id] = failed }
+        }
+        return counts
     }
 
     // MARK: Reading
@@ -307,8 +433,11 @@ public actor InMemoryTaskStore: TaskStoreBackend {
             statistics.rootsByKind[task.kind ?? "", default: 0] += 1
             if task.status == .pending {
                 statistics.oldestPendingCreatedAt = min(statistics.oldestPendingCreatedAt ?? task.createdAt, task.createdAt)
+                statistics.pendingByKind[task.kind ?? "", default: 0] += 1
             }
         }
+        statistics.completedWithFailedSteps = state.tasks.values.filter { $0.isRoot && $0.status == .completed }
+            .count { root in (state.byRoot[root.id] ?? []).contains { state.tasks[$0].map { !$0.isRoot && $0.status == .failed } ?? false } }
         statistics.events = state.events.count
         return statistics
     }

@@ -91,6 +91,23 @@ extension SQLiteTaskStore {
             conditions.append("instr(lower(name), ?) > 0")
             parameters.append(.text(name.asciiLowercased))
         }
+        if let input = query.inputContains, !input.isEmpty {
+            // Both arguments blobs: instr compares bytes (a NULL input matches nothing).
+            conditions.append("instr(input, ?) > 0")
+            parameters.append(.blob(Array(input.utf8)))
+        }
+        for filter in query.input {
+            // The value as text: a string as itself, a number as its JSON text, a boolean as true or false.
+            let path = "$" + filter.path.map { ".\"\($0)\"" }.joined()
+            conditions.append(
+                """
+                (json_valid(CAST(input AS TEXT)) AND CASE json_type(CAST(input AS TEXT), ?)
+                  WHEN 'true' THEN 'true' WHEN 'false' THEN 'false' WHEN 'null' THEN 'null'
+                  WHEN 'object' THEN NULL WHEN 'array' THEN NULL
+                  ELSE CAST(json_extract(CAST(input AS TEXT), ?) AS TEXT) END = ?)
+                """)
+            parameters += [.text(path), .text(path), .text(filter.value)]
+        }
         return (conditions.joined(separator: " AND "), parameters)
     }
 
@@ -171,6 +188,21 @@ extension SQLiteTaskStore {
             statistics.oldestPendingCreatedAt = try connection.scalarInt(
                 "SELECT min(created_at) FROM tasks WHERE parent_id IS NULL AND finished_at IS NULL AND status = 'pending'"
             ).map(Date.init(storedMilliseconds:))
+            for row in try connection.query(
+                """
+                SELECT coalesce(kind, ''), count(*) FROM tasks INDEXED BY tasks_roots_unfinished
+                WHERE parent_id IS NULL AND finished_at IS NULL AND status = 'pending' GROUP BY kind
+                """, [], { ($0.text(at: 0), Int($0.int64(at: 1))) })
+            {
+                statistics.pendingByKind[row.0] = row.1
+            }
+            statistics.completedWithFailedSteps = Int(
+                try connection.scalarInt(
+                    """
+                    SELECT count(*) FROM tasks AS root WHERE root.parent_id IS NULL AND root.status = 'completed'
+                      AND root.id IN (SELECT root_id FROM tasks INDEXED BY tasks_failed_steps
+                                      WHERE parent_id IS NOT NULL AND status = 'failed')
+                    """) ?? 0)
             statistics.events = Int(try connection.scalarInt("SELECT count(*) FROM events") ?? 0)
             let pages = try connection.scalarInt("PRAGMA page_count") ?? 0
             let pageSize = try connection.scalarInt("PRAGMA page_size") ?? 0
@@ -182,13 +214,14 @@ extension SQLiteTaskStore {
     package func owners() async throws -> [OwnerRecord] {
         try await read { connection in
             try connection.query(
-                "SELECT id, host, pid, started_at, heartbeat_at, stopped_at FROM owners ORDER BY started_at, id"
+                "SELECT id, host, pid, started_at, heartbeat_at, stopped_at, kinds FROM owners ORDER BY started_at, id"
             ) { row in
                 OwnerRecord(
                     id: row.text(at: 0), host: row.text(at: 1), pid: Int32(truncatingIfNeeded: row.int64(at: 2)),
                     startedAt: Date(storedMilliseconds: row.int64(at: 3)),
                     heartbeatAt: Date(storedMilliseconds: row.int64(at: 4)),
-                    stoppedAt: row.optionalInt64(at: 5).map(Date.init(storedMilliseconds:)))
+                    stoppedAt: row.optionalInt64(at: 5).map(Date.init(storedMilliseconds:)),
+                    kinds: OwnerRecord.decodeKinds(row.optionalText(at: 6)))
             }
         }
     }

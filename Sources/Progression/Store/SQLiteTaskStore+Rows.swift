@@ -60,16 +60,31 @@ extension SQLiteTaskStore {
         try statement.bindOptional(task.rate, at: 29)
     }
 
-    /// The SQL of a narrow update: the columns of `columns` as parameters 1…n, the id as n + 1, and, when
-    /// `guarded` (a root's row), the owner the row must have as n + 2.
-    static func updateSQL(_ columns: TaskColumns, guarded: Bool) -> String {
+    /// What a narrow update checks of the row it writes, besides its id.
+    enum UpdateGuard: UInt8 {
+        /// Nothing.
+        case none
+        /// The owner it must have (a root's row, fenced): parameter n + 2.
+        case owner
+        /// No owner, and the status it must have (a job queued in memory that any worker may claim): n + 2.
+        case unowned
+    }
+
+    /// The SQL of a narrow update: the columns of `columns` as parameters 1…n, the id as n + 1, and what the guard
+    /// checks as n + 2.
+    static func updateSQL(_ columns: TaskColumns, guard rowGuard: UpdateGuard) -> String {
         var assignments: [String] = []
         for (column, names) in columnNames where columns.contains(column) {
             for name in names { assignments.append("\(name) = ?\(assignments.count + 1)") }
         }
         let id = assignments.count + 1
-        return "UPDATE tasks SET \(assignments.joined(separator: ", ")) WHERE id = ?\(id)"
-            + (guarded ? " AND owner_id IS ?\(id + 1)" : "")
+        let condition =
+            switch rowGuard {
+            case .none: ""
+            case .owner: " AND owner_id IS ?\(id + 1)"
+            case .unowned: " AND owner_id IS NULL AND status = ?\(id + 1)"
+            }
+        return "UPDATE tasks SET \(assignments.joined(separator: ", ")) WHERE id = ?\(id)" + condition
     }
 
     /// The SQL columns of each changeable column, in the order updates bind them.

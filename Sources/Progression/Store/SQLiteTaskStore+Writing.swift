@@ -77,11 +77,18 @@ extension SQLiteTaskStore {
                 rejected.append(update.record.id)
                 continue
             }
-            let guarded = batch.owner != nil && update.record.isRoot
-            let statement = try updateStatement(update.columns, guarded: guarded, connection: connection)
+            let statement: SQLiteStatement
+            if let status = update.unownedWithStatus {
+                statement = try updateStatement(update.columns, guard: .unowned, connection: connection)
+                let next = try bindUpdate(update, to: statement)
+                try statement.bind(status.rawValue, at: next)
+            } else {
+                let guarded = batch.owner != nil && update.record.isRoot
+                statement = try updateStatement(update.columns, guard: guarded ? .owner : .none, connection: connection)
+                let next = try bindUpdate(update, to: statement)
+                if guarded { try statement.bindOptional(batch.owner, at: next) }
+            }
             defer { statement.reset() }
-            let next = try bindUpdate(update, to: statement)
-            if guarded { try statement.bindOptional(batch.owner, at: next) }
             try statement.step()
             if connection.changes == 0 { rejected.append(update.record.id) }
         }
@@ -95,11 +102,11 @@ extension SQLiteTaskStore {
     }
 
     private func updateStatement(
-        _ columns: TaskColumns, guarded: Bool, connection: SQLiteConnection
+        _ columns: TaskColumns, guard rowGuard: UpdateGuard, connection: SQLiteConnection
     ) throws -> SQLiteStatement {
-        let key = columns.rawValue | (guarded ? 1 << 31 : 0)
+        let key = UInt64(columns.rawValue) | (UInt64(rowGuard.rawValue) << 32)
         if let statement = updateStatements[key] { return statement }
-        let statement = try connection.prepare(Self.updateSQL(columns, guarded: guarded), persistent: true)
+        let statement = try connection.prepare(Self.updateSQL(columns, guard: rowGuard), persistent: true)
         updateStatements[key] = statement
         return statement
     }
@@ -118,11 +125,8 @@ extension SQLiteTaskStore {
                 try delete(nodes, connection: connection)
                 return TaskChangeResult(before: before, after: nil, deleted: nodes.count)
             }
-            // Descendants of a cancelled task end with it.
-            var cascade: [TaskUpdate] = []
-            if case .cancel = request.transition {
-                cascade = try TaskUpdate.cancelling(nodes.dropFirst(), at: request.at)
-            }
+            // Descendants of a cancelled task end with it; a job run now stops sleeping.
+            let cascade = try TaskUpdate.cascade(of: request.transition, over: nodes.dropFirst(), at: request.at)
             let updates = [TaskUpdate(after, columns: TaskColumns.changed(from: before, to: after))] + cascade
             _ = try apply(TaskBatch(updates: updates, events: event.map { [$0] } ?? []), connection: connection)
             return TaskChangeResult(before: before, after: after, cascaded: cascade.count)
@@ -151,24 +155,25 @@ extension SQLiteTaskStore {
     package func claimRoots(_ claim: RootClaim) async throws -> [ClaimedRoot] {
         guard !claim.fromOwners.isEmpty, claim.limit > 0 else { return [] }
         return try await write { connection in
+            let (paused, room) = try kindRoom(claim.kinds, connection: connection)
             var kindCondition = ""
             var kindParameters: [SQLiteValue] = []
             if let kinds = claim.kinds {
-                kindCondition = " AND (kind IS NULL" + String(repeating: " OR kind = ?", count: kinds.count) + ")"
-                kindParameters = kinds.sorted().map { .text($0) }
+                let runnable = kinds.subtracting(paused).filter { room[$0] != 0 }.sorted()
+                kindCondition = " AND (kind IS NULL" + String(repeating: " OR kind = ?", count: runnable.count) + ")"
+                kindParameters = runnable.map { .text($0) }
+            } else if !paused.isEmpty || room.values.contains(0) {
+                let blocked = paused.union(room.filter { $0.value == 0 }.keys).sorted()
+                kindCondition = " AND (kind IS NULL OR kind NOT IN (\(Self.placeholders(blocked.count))))"
+                kindParameters = blocked.map { .text($0) }
             }
-            // Each owner's unfinished roots come in priority-then-age order straight from the index of unfinished
-            // roots (owner first), `limit` at most per owner; the best `limit` of them are taken.
+            let now = SQLiteValue.integer(claim.now.storedMilliseconds)
+            // Each owner's roots that are ready come in priority-then-age order straight from the index of unfinished
+            // roots (owner first), `limit` at most per owner; those waiting for a time come from the index of waiting
+            // roots, the due ones only; the best `limit` of them all are taken. Paused roots are not claimed: a paused
+            // root no live owner holds is changed in the store directly, and claimed once it is resumed.
             var candidates: [ClaimedRoot] = []
-            for owner in claim.fromOwners {
-                let ownerCondition = owner == nil ? "owner_id IS NULL" : "owner_id = ?"
-                let sql = """
-                    SELECT id, status, kind, priority, created_at, next_attempt_at, owner_id FROM tasks
-                    WHERE parent_id IS NULL AND finished_at IS NULL AND \(ownerCondition)\(kindCondition)
-                    ORDER BY priority DESC, created_at, id LIMIT ?
-                    """
-                let parameters: [SQLiteValue] =
-                    (owner.map { [.text($0)] } ?? []) + kindParameters + [.integer(Int64(claim.limit))]
+            func collect(_ sql: String, _ parameters: [SQLiteValue]) throws {
                 candidates += try connection.query(sql, parameters) { row in
                     let id = row.text(at: 0)
                     guard let status = TaskStatus(rawValue: row.text(at: 1)) else {
@@ -183,9 +188,39 @@ extension SQLiteTaskStore {
                         previousOwner: row.optionalText(at: 6))
                 }
             }
-            let claimed = candidates.sorted {
-                ($0.priority, $1.createdAt, $1.id) > ($1.priority, $0.createdAt, $0.id)
-            }.prefix(claim.limit)
+            let select = "SELECT id, status, kind, priority, created_at, next_attempt_at, owner_id FROM tasks"
+            for owner in claim.fromOwners {
+                let ownerCondition = owner == nil ? "owner_id IS NULL" : "owner_id = ?"
+                try collect(
+                    """
+                    \(select) INDEXED BY tasks_roots_unfinished
+                    WHERE parent_id IS NULL AND finished_at IS NULL AND \(ownerCondition) AND next_attempt_at IS NULL
+                      AND status <> 'paused'\(kindCondition)
+                    ORDER BY priority DESC, created_at, id LIMIT ?
+                    """,
+                    (owner.map { [.text($0)] } ?? []) + kindParameters + [.integer(Int64(claim.limit))])
+            }
+            let owners = claim.fromOwners.compactMap { $0 }
+            let ownersCondition =
+                "(owner_id IS NULL" + (owners.isEmpty ? "" : " OR owner_id IN (\(Self.placeholders(owners.count)))") + ")"
+            try collect(
+                """
+                \(select) INDEXED BY tasks_roots_waiting
+                WHERE parent_id IS NULL AND finished_at IS NULL AND next_attempt_at IS NOT NULL AND next_attempt_at <= ?
+                  AND status <> 'paused' AND \(ownersCondition)\(kindCondition)
+                ORDER BY next_attempt_at LIMIT ?
+                """,
+                [now] + owners.map { .text($0) } + kindParameters + [.integer(Int64(claim.limit))])
+            var left = room
+            var claimed: [ClaimedRoot] = []
+            for root in candidates.sorted(by: { ($0.priority, $1.createdAt, $1.id) > ($1.priority, $0.createdAt, $0.id) })
+            where claimed.count < claim.limit {
+                if let kind = root.kind, let room = left[kind] {
+                    guard room > 0 else { continue }
+                    left[kind] = room - 1
+                }
+                claimed.append(root)
+            }
             // Taken in the same transaction, each row only while it still has the owner it was read with.
             let take = try connection.cachedStatement("UPDATE tasks SET owner_id = ? WHERE id = ? AND owner_id IS ?")
             for root in claimed {
@@ -195,7 +230,7 @@ extension SQLiteTaskStore {
                 try take.bindOptional(root.previousOwner, at: 3)
                 try take.step()
             }
-            return Array(claimed)
+            return claimed
         }
     }
 
@@ -253,14 +288,14 @@ extension SQLiteTaskStore {
         try await write { connection in
             try connection.execute(
                 """
-                INSERT INTO owners (id, host, pid, started_at, heartbeat_at, stopped_at) VALUES (?, ?, ?, ?, ?, ?)
+                INSERT INTO owners (id, host, pid, started_at, heartbeat_at, stopped_at, kinds) VALUES (?, ?, ?, ?, ?, ?, ?)
                 ON CONFLICT(id) DO UPDATE SET host = excluded.host, pid = excluded.pid, started_at = excluded.started_at,
-                  heartbeat_at = excluded.heartbeat_at, stopped_at = excluded.stopped_at
+                  heartbeat_at = excluded.heartbeat_at, stopped_at = excluded.stopped_at, kinds = excluded.kinds
                 """,
                 [
                     .text(owner.id), .text(owner.host), .integer(Int64(owner.pid)),
                     .integer(owner.startedAt.storedMilliseconds), .integer(owner.heartbeatAt.storedMilliseconds),
-                    SQLiteValue(owner.stoppedAt?.storedMilliseconds),
+                    SQLiteValue(owner.stoppedAt?.storedMilliseconds), SQLiteValue(try OwnerRecord.encodeKinds(owner.kinds)),
                 ])
         }
     }
@@ -286,31 +321,6 @@ extension SQLiteTaskStore {
             try connection.execute(
                 "UPDATE control_requests SET handled_at = ?, outcome = ? WHERE id = ?",
                 [.integer(date.storedMilliseconds), .text(outcome), .integer(id)])
-        }
-    }
-
-    // MARK: Job kinds
-
-    package func saveKinds(_ kinds: [String: TaskOptions], at date: Date) async throws {
-        guard !kinds.isEmpty else { return }
-        try await write { connection in
-            let upsert = try connection.cachedStatement(
-                """
-                INSERT INTO job_kinds (name, options, updated_at) VALUES (?, ?, ?)
-                ON CONFLICT(name) DO UPDATE SET options = excluded.options, updated_at = excluded.updated_at
-                """)
-            for (name, options) in kinds.sorted(by: { $0.key < $1.key }) {
-                try upsert.execute([.text(name), .text(try encodedOptions(options)), .integer(date.storedMilliseconds)])
-            }
-        }
-    }
-
-    package func registeredKinds() async throws -> [String: TaskOptions] {
-        try await read { connection in
-            let rows = try connection.query("SELECT name, options FROM job_kinds ORDER BY name") {
-                (name: $0.text(at: 0), options: $0.text(at: 1))
-            }
-            return try TaskOptions.decodeKinds(rows, decoder: decoder, location: path)
         }
     }
 

@@ -53,7 +53,7 @@ public actor SQLiteTaskStore: TaskStoreBackend {
     /// Tasks share a few option sets: their JSON is encoded once.
     var encodedOptions: [TaskOptions: String] = [:]
     /// Narrow UPDATE statements by the columns they write (and whether they check the owner).
-    var updateStatements: [UInt32: SQLiteStatement] = [:]
+    var updateStatements: [UInt64: SQLiteStatement] = [:]
     /// Checkpoints the log off the commit path (`nil` when read-only).
     let checkpointer: WALCheckpointer?
 

@@ -58,6 +58,27 @@ extension TaskOptions {
 }
 
 extension TaskUpdate {
+    /// What a change of a task does to its descendants, written with it: a cancellation cancels the unfinished ones;
+    /// running a job now ends the durable sleeps it waits in (their wake time becomes now).
+    package static func cascade(
+        of transition: TaskLifecycle.Transition, over descendants: some Sequence<TaskRecord>, at now: Date
+    ) throws(ProgressionError) -> [TaskUpdate] {
+        switch transition {
+        case .cancel:
+            return try cancelling(descendants, at: now)
+        case .runNow:
+            var updates: [TaskUpdate] = []
+            for var node in descendants where !node.status.isFinished && node.nextAttemptAt.map({ $0 > now }) == true {
+                node.nextAttemptAt = now
+                node.updatedAt = now
+                updates.append(TaskUpdate(node, columns: [.nextAttemptAt, .updatedAt]))
+            }
+            return updates
+        default:
+            return []
+        }
+    }
+
     /// The updates that cancel the unfinished nodes of `descendants` with their cancelled root, by the system: their
     /// cancellation is implied by the root's one event, so none of them writes its own.
     package static func cancelling(

@@ -39,6 +39,10 @@ public protocol TaskStore: Sendable {
 
     /// Counts of roots by status and kind, and the oldest pending root.
     func statistics() async throws -> TaskStoreStatistics
+
+    /// How many failed subtasks each of these roots has (a root that completed with failed steps); roots without any
+    /// are left out.
+    func failedSteps(ofRoots ids: [String]) async throws -> [String: Int]
 }
 
 extension TaskStore {
@@ -80,6 +84,11 @@ public struct TaskQuery: Sendable, Hashable {
     public var createdUntil: Date?
     /// Roots whose name contains this text (case-insensitive for ASCII letters).
     public var nameContains: String?
+    /// Roots whose input (the JSON bytes stored for a job) contains this text's UTF-8 bytes, exactly (case
+    /// included): `"file":"a.csv"` or just `a.csv`.
+    public var inputContains: String?
+    /// Roots whose JSON input has these values (every filter must match).
+    public var input: [InputFilter]
     /// The order; `reverse` turns it around (oldest, least recently changed, least advanced first).
     public var sort: Sort
     /// Turns the order around.
@@ -92,13 +101,17 @@ public struct TaskQuery: Sendable, Hashable {
     /// A query; by default every root, newest first, 50 at a time.
     public init(
         statuses: Set<TaskStatus>? = nil, kind: String? = nil, createdSince: Date? = nil, createdUntil: Date? = nil,
-        nameContains: String? = nil, sort: Sort = .created, reverse: Bool = false, limit: Int = 50, offset: Int = 0
+        nameContains: String? = nil, inputContains: String? = nil, input: [InputFilter] = [], sort: Sort = .created,
+        reverse: Bool = false,
+        limit: Int = 50, offset: Int = 0
     ) {
+        self.input = input
         self.statuses = statuses
         self.kind = kind
         self.createdSince = createdSince
         self.createdUntil = createdUntil
         self.nameContains = nameContains
+        self.inputContains = inputContains
         self.sort = sort
         self.reverse = reverse
         self.limit = limit
@@ -115,8 +128,117 @@ public struct TaskQuery: Sendable, Hashable {
         if let nameContains, !nameContains.isEmpty, !record.name.asciiLowercased.contains(nameContains.asciiLowercased) {
             return false
         }
+        if let inputContains, !inputContains.isEmpty {
+            guard let input = record.input, input.range(of: Data(inputContains.utf8)) != nil else { return false }
+        }
+        if !input.isEmpty {
+            guard let data = record.input else { return false }
+            return input.allSatisfy { $0.matches(input: data) }
+        }
         return true
     }
+}
+
+/// A condition on a job's JSON input: the value at a key path equals a text.
+///
+/// ```swift
+/// let filter = try InputFilter("customer.id=42")     // {"customer": {"id": 42}} matches
+/// try await store.roots(TaskQuery(input: [filter]))
+/// ```
+///
+/// A string matches its text, a number its JSON text (`42`, `1.5`), a boolean `true` or `false`, `null` the text
+/// `null`; an object or an array matches nothing.
+public struct InputFilter: Sendable, Hashable, CustomStringConvertible {
+    /// The keys from the input's top level down.
+    public let path: [String]
+    /// The text the value must read as.
+    public let value: String
+
+    /// A filter on the value at `path` (keys separated by dots: letters, digits, `_` and `-`).
+    ///
+    /// - Throws: ``InvalidInputFilterError`` for an empty path or a key with other characters.
+    public init(path: String, equals value: String) throws(InvalidInputFilterError) {
+        let keys = path.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
+        guard !path.isEmpty,
+            keys.allSatisfy({ key in
+                !key.isEmpty && key.utf8.allSatisfy { byte in
+                    (byte >= 48 && byte <= 57) || (byte >= 65 && byte <= 90) || (byte >= 97 && byte <= 122)
+                        || byte == 95 || byte == 45
+                }
+            })
+        else {
+            throw InvalidInputFilterError(
+                text: "\(path)=\(value)",
+                reason: "the key path '\(path)' must be keys of letters, digits, '_' and '-' separated by dots")
+        }
+        self.path = keys
+        self.value = value
+    }
+
+    /// A filter written `path=value`.
+    ///
+    /// - Throws: ``InvalidInputFilterError`` without a `=`, or for a bad key path.
+    public init(_ text: String) throws(InvalidInputFilterError) {
+        guard let equals = text.firstIndex(of: "=") else {
+            throw InvalidInputFilterError(text: text, reason: "write it as key=value (or a.b=value for a nested key)")
+        }
+        try self.init(path: String(text[..<equals]), equals: String(text[text.index(after: equals)...]))
+    }
+
+    public var description: String { path.joined(separator: ".") + "=" + value }
+
+    /// Whether a job's input (JSON) matches.
+    func matches(input data: Data) -> Bool {
+        guard var current = try? JSONDecoder().decode(FilterJSON.self, from: data) else { return false }
+        for key in path {
+            guard case .object(let object) = current, let next = object[key] else { return false }
+            current = next
+        }
+        switch current {
+        case .text(let text): return text == value
+        case .integer(let number): return String(number) == value
+        case .real(let number): return String(number) == value
+        case .boolean(let flag): return value == (flag ? "true" : "false")
+        case .null: return value == "null"
+        case .object, .array: return false
+        }
+    }
+}
+
+/// A JSON value, as an input filter reads it.
+private enum FilterJSON: Decodable {
+    case text(String), integer(Int64), real(Double), boolean(Bool), null
+    case object([String: FilterJSON]), array([FilterJSON])
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        if container.decodeNil() {
+            self = .null
+        } else if let flag = try? container.decode(Bool.self) {
+            self = .boolean(flag)
+        } else if let number = try? container.decode(Int64.self) {
+            self = .integer(number)
+        } else if let number = try? container.decode(Double.self) {
+            self = .real(number)
+        } else if let text = try? container.decode(String.self) {
+            self = .text(text)
+        } else if let object = try? container.decode([String: FilterJSON].self) {
+            self = .object(object)
+        } else {
+            self = .array(try container.decode([FilterJSON].self))
+        }
+    }
+}
+
+/// An input filter that cannot be used.
+public struct InvalidInputFilterError: Error, Sendable, Hashable, LocalizedError, CustomStringConvertible {
+    /// The filter as given.
+    public var text: String
+    /// Why it cannot be used.
+    public var reason: String
+
+    public var errorDescription: String? { description }
+    public var description: String { "invalid input filter '\(text)': \(reason)" }
 }
 
 /// Which history to read.
@@ -168,12 +290,18 @@ public struct TaskStoreStatistics: Sendable, Hashable, Codable {
     public var events: Int
     /// Size of the database in bytes (0 for the in-memory store).
     public var databaseBytes: Int64
+    /// Completed roots that have failed subtasks (a partial failure).
+    public var completedWithFailedSteps: Int
+    /// Pending roots by job kind (`""` for closure tasks): what waits to run, for `doctor`.
+    public var pendingByKind: [String: Int]
 
     /// Counts as given.
     public init(
         rootsByStatus: [String: Int] = [:], rootsByKind: [String: Int] = [:], oldestPendingCreatedAt: Date? = nil,
-        events: Int = 0, databaseBytes: Int64 = 0
+        events: Int = 0, databaseBytes: Int64 = 0, completedWithFailedSteps: Int = 0, pendingByKind: [String: Int] = [:]
     ) {
+        self.completedWithFailedSteps = completedWithFailedSteps
+        self.pendingByKind = pendingByKind
         self.rootsByStatus = rootsByStatus
         self.rootsByKind = rootsByKind
         self.oldestPendingCreatedAt = oldestPendingCreatedAt
@@ -190,6 +318,8 @@ public struct TaskStoreStatistics: Sendable, Hashable, Codable {
         try container.encode(oldestPendingCreatedAt, forKey: .oldestPendingCreatedAt)
         try container.encode(events, forKey: .events)
         try container.encode(databaseBytes, forKey: .databaseBytes)
+        try container.encode(completedWithFailedSteps, forKey: .completedWithFailedSteps)
+        try container.encode(pendingByKind, forKey: .pendingByKind)
     }
 }
 

@@ -2,7 +2,7 @@ import Foundation
 
 /// The write side of a store: what the executor, its scheduler, progressctl and the benchmark use, and no library user
 /// needs. Every method that writes is one transaction: it happens whole or not at all.
-package protocol TaskStoreBackend: TaskStore {
+package protocol TaskStoreBackend: TaskStore, FleetStore {
     /// The serial executor the executor's writer should run on (`nil`: one of its own). A store whose calls run on a
     /// serial executor names it, so that the writer's calls into the store run without a thread switch.
     nonisolated var writerExecutor: UnownedSerialExecutor? { get }
@@ -69,13 +69,6 @@ package protocol TaskStoreBackend: TaskStore {
 
     /// Housekeeping off the commit path: a WAL checkpoint, a vacuum. A no-op where it means nothing.
     func maintain(_ work: StoreMaintenance) async throws
-
-    /// Records the job kinds an executor registered, with their options (replacing what was recorded for them), so
-    /// that another process (progressctl submit) gives a job its kind's options.
-    func saveKinds(_ kinds: [String: TaskOptions], at date: Date) async throws
-
-    /// The job kinds executors registered, with their options.
-    func registeredKinds() async throws -> [String: TaskOptions]
 }
 
 extension TaskStoreBackend {
@@ -191,10 +184,14 @@ package struct TaskColumns: OptionSet, Sendable, Hashable {
 package struct TaskUpdate: Sendable, Hashable {
     package var record: TaskRecord
     package var columns: TaskColumns
+    /// A root that no owner holds in the store (a job queued in memory, which any worker may claim): written only
+    /// while it is still unowned with this status, instead of the batch owner's fencing. Its start takes it.
+    package var unownedWithStatus: TaskStatus?
 
-    package init(_ record: TaskRecord, columns: TaskColumns) {
+    package init(_ record: TaskRecord, columns: TaskColumns, unownedWithStatus: TaskStatus? = nil) {
         self.record = record
         self.columns = columns
+        self.unownedWithStatus = unownedWithStatus
     }
 }
 
@@ -307,7 +304,8 @@ package struct TaskChangeResult: Sendable, Hashable {
     }
 }
 
-/// Which roots to claim.
+/// Which roots to claim: pending or running ones (not paused) whose time has come, of kinds that are not paused and
+/// whose limit leaves room.
 package struct RootClaim: Sendable, Hashable {
     /// Owners whose roots may be taken; `nil` in the list: unowned roots.
     package var fromOwners: [String?]
@@ -315,12 +313,15 @@ package struct RootClaim: Sendable, Hashable {
     package var kinds: Set<String>?
     package var newOwner: String
     package var limit: Int
+    /// Roots waiting for a later time are left.
+    package var now: Date
 
-    package init(fromOwners: [String?], kinds: Set<String>?, newOwner: String, limit: Int) {
+    package init(fromOwners: [String?], kinds: Set<String>?, newOwner: String, limit: Int, now: Date = .distantFuture) {
         self.fromOwners = fromOwners
         self.kinds = kinds
         self.newOwner = newOwner
         self.limit = limit
+        self.now = now
     }
 }
 

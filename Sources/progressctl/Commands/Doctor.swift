@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Progression
+import ProgressionOperator
 
 extension Progressctl {
     /// Checks the database: integrity, schema, owners and the tasks that dead owners hold.
@@ -29,6 +30,18 @@ extension Progressctl {
                 var liveness: String
                 var alive: Bool
                 var unfinishedTasks: Int
+                /// The job kinds it registered (`null`: an owner of an older version, which records none).
+                @Null var kinds: [String]?
+            }
+            /// Pending jobs of a kind that no live worker registered: nothing runs them until one starts.
+            struct Unrunnable: Encodable {
+                var kind: String
+                var pending: Int
+            }
+            /// A schedule whose kind no live worker registered: its ticks make no job until one starts.
+            struct Unscheduled: Encodable {
+                var name: String
+                var kind: String
             }
             var path: String
             var integrity: [String]
@@ -37,6 +50,10 @@ extension Progressctl {
             var owners: [Owner]
             /// Unfinished roots whose owner is not alive (dead, stopped or unknown): the next executor recovers them.
             var tasksHeldByDeadOwners: Int
+            /// Pending jobs that no live worker can run, by kind (empty when some live owner records no kinds).
+            var pendingWithoutWorker: [Unrunnable]
+            /// Schedules that no live worker can fire.
+            var schedulesWithoutWorker: [Unscheduled]
         }
 
         func run() async throws {
@@ -60,13 +77,27 @@ extension Progressctl {
                 return DoctorJSON.Owner(
                     id: owner.id, host: owner.host, pid: owner.pid, startedAt: owner.startedAt,
                     heartbeatAt: owner.heartbeatAt, stoppedAt: owner.stoppedAt, liveness: liveness.description,
-                    alive: liveness.isAlive, unfinishedTasks: heldBy[owner.id] ?? 0)
+                    alive: liveness.isAlive, unfinishedTasks: heldBy[owner.id] ?? 0, kinds: owner.kinds)
             }
             let alive = Set(ownerReports.filter(\.alive).map(\.id))
             let orphaned = heldBy.filter { !alive.contains($0.key) }.values.reduce(0, +)
+            // What no live worker can run: pending jobs and schedules of kinds none of them registered. (An owner of
+            // an older version records no kinds: nothing can be said then.)
+            let live = owners.filter { alive.contains($0.id) }
+            var unrunnable: [DoctorJSON.Unrunnable] = []
+            var unscheduled: [DoctorJSON.Unscheduled] = []
+            if !live.contains(where: { $0.kinds == nil }) {
+                let running = Set(live.flatMap { $0.kinds ?? [] })
+                let statistics = try await store.checked { try await $0.statistics() }
+                unrunnable = statistics.pendingByKind.filter { !$0.key.isEmpty && !running.contains($0.key) }
+                    .sorted { $0.key < $1.key }.map { DoctorJSON.Unrunnable(kind: $0.key, pending: $0.value) }
+                unscheduled = try await store.checked { try await $0.schedules() }
+                    .filter { !running.contains($0.kind) }.map { DoctorJSON.Unscheduled(name: $0.name, kind: $0.kind) }
+            }
             let report = DoctorJSON(
                 path: store.location, integrity: integrity, integrityOK: integrity == ["ok"], schemaMigrations: schema,
-                owners: ownerReports, tasksHeldByDeadOwners: orphaned)
+                owners: ownerReports, tasksHeldByDeadOwners: orphaned, pendingWithoutWorker: unrunnable,
+                schedulesWithoutWorker: unscheduled)
             if options.json {
                 try JSONOutput.print(report)
             } else {
@@ -86,6 +117,18 @@ extension Progressctl {
                     }
                 }
                 Terminal.output("tasks held by dead owners: \(orphaned)")
+                for item in unrunnable {
+                    Terminal.output(
+                        Terminal.paint(
+                            "no running worker runs '\(item.kind.escapedForTerminal)': \(Format.count(item.pending)) pending job\(item.pending == 1 ? "" : "s") wait for one",
+                            .yellow))
+                }
+                for item in unscheduled {
+                    Terminal.output(
+                        Terminal.paint(
+                            "no running worker runs '\(item.kind.escapedForTerminal)': schedule '\(item.name.escapedForTerminal)' makes no job",
+                            .yellow))
+                }
             }
             if !report.integrityOK { throw CLIError("the integrity check found problems in '\(store.location)'") }
         }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Progression
+import ProgressionOperator
 
 extension Progressctl {
     /// Prints the event timeline of a task and the nodes below it.
@@ -38,19 +39,6 @@ extension Progressctl {
         @Option(name: .long, help: ArgumentHelp("Only this subtask of the tree (a name, a path of names, or an id) and the nodes below it.", valueName: "task"))
         var task: String?
 
-        /// An event as `--json` shows it.
-        struct EventJSON: Encodable {
-            @Null var sequence: Int64?
-            var taskID: String
-            @Null var taskName: String?
-            var kind: String
-            var at: Date
-            var attempt: Int
-            @Null var progress: Double?
-            @Null var message: String?
-            @Null var errorType: String?
-        }
-
         func run() async throws {
             if let tail, tail < 0 { throw CLIError.usage("--tail must be 0 or more") }
             let kinds = try Self.kinds(events)
@@ -75,10 +63,7 @@ extension Progressctl {
                 }
             }
             if options.json {
-                try JSONOutput.print(history.map {
-                    EventJSON(sequence: $0.sequence, taskID: $0.taskID, taskName: names[$0.taskID], kind: $0.kind.rawValue,
-                              at: $0.at, attempt: $0.attempt, progress: $0.progress, message: $0.message, errorType: $0.errorType)
-                })
+                try JSONOutput.print(history.map { EventJSON($0, names: names) })
                 return
             }
             let rows = history.map { event -> [String] in

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Progression
+import ProgressionOperator
 
 extension Progressctl {
     /// Lists root tasks, newest first, with the total that match.
@@ -17,6 +18,7 @@ extension Progressctl {
                   progressctl list --status failed --status cancelled --kind import
                   progressctl list --status running,paused --since 30m --limit 10
                   progressctl list --since 2026-01-31 --until 2026-02-01 --name nightly --json
+                  progressctl list --input '"file":"a.csv"'
                   progressctl list --sort progress --reverse
                   progressctl list --status failed --limit 0
                 """)
@@ -59,8 +61,11 @@ extension Progressctl {
             query.offset = offset
             let store = try options.openStore(readOnly: true)
             let roots = limit == 0 ? [] : try await store.checked { [query] in try await $0.roots(query) }
+            // The failed steps of the completed ones (a partial failure), one indexed count each.
+            let completed = roots.filter { $0.status == .completed }.map(\.id)
+            let failed = try await store.checked { try await $0.failedSteps(ofRoots: completed) }
             if options.json {
-                try JSONOutput.print(roots.map { TaskJSON($0) })
+                try JSONOutput.print(roots.map { TaskJSON($0, failedSteps: failed[$0.id] ?? 0) })
                 return
             }
             // Beside a page of tasks, a count up to a bound: counting a million roots would take longer than the
@@ -72,9 +77,10 @@ extension Progressctl {
                 let rows = roots.map { task in
                     [
                         task.id.escapedForTerminal, task.name.escapedForTerminal, task.kind?.escapedForTerminal ?? "-",
-                        Format.status(task.status), Format.bar(task.progress, width: 10),
+                        Format.state(task, failedSteps: failed[task.id] ?? 0), Format.bar(task.progress, width: 10),
                         Format.rate(rates.rate(of: task)), Format.timeLeft(rates.timeLeft(of: task)),
-                        task.step?.escapedForTerminal ?? "-", "\(task.attempt)", Format.time(task.updatedAt),
+                        (Format.wait(task) ?? task.step?.escapedForTerminal) ?? "-", "\(task.attempt)",
+                        Format.time(task.updatedAt),
                     ]
                 }
                 for line in Format.table(

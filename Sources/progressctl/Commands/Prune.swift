@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Progression
+import ProgressionOperator
 
 extension Progressctl {
     /// Deletes old finished tasks, and gives the space back.
@@ -88,14 +89,6 @@ extension Progressctl {
                 line += "; database \(Format.bytes(bytesBefore)) → \(Format.bytes(bytesAfter))"
             }
             Terminal.output(line)
-        }
-
-        /// The size of the database file and its write-ahead log.
-        static func databaseBytes(_ path: String) -> Int64 {
-            [path, path + "-wal"].reduce(0) { total, file in
-                let size = (try? FileManager.default.attributesOfItem(atPath: file)[.size] as? NSNumber)?.int64Value
-                return total + (size ?? 0)
-            }
         }
     }
 }

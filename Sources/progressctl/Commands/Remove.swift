@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Progression
+import ProgressionOperator
 
 extension Progressctl {
     /// Deletes a task, its subtree and its history.
@@ -39,14 +40,7 @@ extension Progressctl {
                 action: .remove, options: options, change: change, filters: filters,
                 defaultStatuses: force ? changed : changed.filter(\.isFinished))
             if !force {
-                command.precheck = { task throws(TaskControl.Refusal) in
-                    guard task.status.isFinished else {
-                        throw TaskControl.Refusal(
-                            id: task.id,
-                            message: "task '\(task.id)' (\(task.name.escapedForTerminal)) is \(task.status); only a "
-                                + "finished task is removed (use --force to cancel it first)")
-                    }
-                }
+                command.precheck = TaskControl.requireFinished
             }
             try await command.run(id: id)
         }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Progression
+import ProgressionOperator
 
 extension Progressctl {
     /// Runs failed or cancelled tasks again.
@@ -36,7 +37,7 @@ extension Progressctl {
         func validate() throws {
             if allFailed, id != nil { throw ValidationError("give a task id or --all-failed (not both)") }
             if !allFailed, id == nil, filters.isEmpty {
-                throw ValidationError("give a task id, --all-failed or filters (--status, --kind, --since, --until, --name)")
+                throw ValidationError("give a task id, --all-failed or filters (--status, --kind, --since, --until, --name, --input)")
             }
             if allFailed, !filters.status.isEmpty { throw ValidationError("--all-failed is --status failed: give one of them") }
         }

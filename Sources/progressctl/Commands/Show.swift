@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Progression
+import ProgressionOperator
 
 extension Progressctl {
     /// Shows a task and the tree below it.
@@ -30,14 +31,17 @@ extension Progressctl {
             let store = try options.openStore(readOnly: true)
             let task = try await store.resolveTask(id)
             let nodes = try await store.checked { try await $0.tree(of: task.id) }
-            let depths = Self.depths(of: nodes)
+            let depths = TaskJSON.depths(of: nodes)
+            let failed = nodes.filter { !$0.isRoot && $0.status == .failed }.count
             if options.json {
-                try JSONOutput.print(nodes.map { TaskJSON($0, depth: depths[$0.id] ?? 0) })
+                try JSONOutput.print(
+                    nodes.map { TaskJSON($0, depth: depths[$0.id] ?? 0, failedSteps: $0.isRoot ? failed : 0) })
                 return
             }
             for node in nodes {
                 let indent = String(repeating: "  ", count: depths[node.id] ?? 0)
-                var head = "\(indent)\(Terminal.paint(node.name.escapedForTerminal, .bold))  \(Format.bar(node.progress))  \(Format.status(node.status))"
+                let state = Format.state(node, failedSteps: node.isRoot && node.status == .completed ? failed : 0)
+                var head = "\(indent)\(Terminal.paint(node.name.escapedForTerminal, .bold))  \(Format.bar(node.progress))  \(state)"
                 if let step = node.step { head += "  step: \(step.escapedForTerminal)" }
                 let rates = ProgressRates()
                 if let rate = rates.rate(of: node) {
@@ -55,7 +59,11 @@ extension Progressctl {
                 if let started = node.startedAt { times += "  started \(Format.time(started))" }
                 times += "  updated \(Format.time(node.updatedAt))"
                 if let finished = node.finishedAt { times += "  finished \(Format.time(finished))" }
-                if let next = node.nextAttemptAt { times += "  next attempt \(Format.time(next))" }
+                if let wait = Format.wait(node) {
+                    times += "  \(wait)"
+                } else if let next = node.nextAttemptAt {
+                    times += "  \(node.isRoot ? "next attempt" : "wakes") \(Format.time(next))"
+                }
                 Terminal.output(times)
                 if node.id == task.id { printPayload(of: node, indent: indent + "    ") }
                 if node.errorType != nil || node.errorDescription != nil {
@@ -80,15 +88,6 @@ extension Progressctl {
                     Terminal.output("\(indent)  … \(Format.count(lines.count - Self.maximumJSONLines)) more lines (--json shows all)")
                 }
             }
-        }
-
-        /// Depth of each node below the first (0).
-        static func depths(of nodes: [TaskRecord]) -> [String: Int] {
-            var depths: [String: Int] = [:]
-            for node in nodes {
-                depths[node.id] = node.parentID.flatMap { depths[$0] }.map { $0 + 1 } ?? 0
-            }
-            return depths
         }
     }
 }

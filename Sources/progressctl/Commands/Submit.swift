@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Progression
+import ProgressionOperator
 
 extension Progressctl {
     /// Queues jobs for an executor that registered their kind.
@@ -8,21 +9,28 @@ extension Progressctl {
         static let configuration = CommandConfiguration(
             abstract: "Submit a job (a pending root of a registered kind with a JSON input), or many from JSON lines. Prints the ids.",
             discussion: """
-                The next executor that registered the kind runs it, with the options the kind was registered with; \
-                --retryable, --pausable and --priority go over them. With an idempotency key that a job of the same \
-                kind already has, nothing is written and that job's id is printed.
+                The next worker that registered the kind and has a free slot runs it, with the options the kind was \
+                registered with; --retryable, --pausable and --priority go over them. A kind that no worker ever \
+                registered on the database is refused (a typo would otherwise wait for ever): --allow-unregistered \
+                queues it for workers that start later. A kind that no running worker registered is accepted with \
+                a warning. With an idempotency key that a job of the same kind already has, \
+                nothing is written and that job's id is printed. --at TIME or --delay DURATION make a delayed job: \
+                it waits, holding no slot, listed as scheduled, until then.
 
                 --from FILE (or - for stdin) reads one job per line, as a JSON object:
                   {"kind": "import", "input": {"file": "a.csv"}, "idempotencyKey": "a.csv", "priority": 5}
-                "input" (any JSON) is required; "kind" too unless KIND is given for every line; "idempotencyKey" \
-                (a string), "priority" (an integer), "retryable" and "pausable" (true or false) are optional and go \
-                over the command line's. Blank lines are skipped; any other field is an error. All the jobs are \
-                written in one transaction: a line that is not such an object is reported with its number and \
-                nothing is written. The ids are printed one per line, in the order of the lines.
+                "input" (any JSON) is required; "kind" too unless KIND is given for every line; "name" and \
+                "idempotencyKey" (strings), "priority" (an integer), "retryable" and "pausable" (true or false) and \
+                "runAt" (an ISO-8601 time) are optional and go over the command line's. Blank lines are skipped; any \
+                other field is an error. All the jobs are written in one transaction: a line that is not such an \
+                object is reported with its number and nothing is written. The ids are printed one per line, in the \
+                order of the lines.
 
                 Examples:
-                  progressctl submit import --input '{"file": "a.csv"}'
+                  progressctl submit import --input '{"file": "a.csv"}' --name "import a.csv"
                   progressctl submit import --input '{"file": "a.csv"}' --idempotency-key a.csv --retryable --priority 5
+                  progressctl submit report --input '{}' --at 2026-11-26T03:00:00Z
+                  progressctl submit reminder --input '{"user": 7}' --delay 10m
                   progressctl submit --from jobs.jsonl
                   ls *.csv | jq -R -c '{input: {file: .}, idempotencyKey: .}' | progressctl submit import --from -
                 """)
@@ -40,6 +48,18 @@ extension Progressctl {
 
         @Option(name: .long, help: "The task id (default: a new short id, as the library gives).")
         var id: String?
+
+        @Option(name: .long, help: ArgumentHelp("What the job is called in list, show and watch (default: the kind).", valueName: "name"))
+        var name: String?
+
+        @Option(name: .long, help: ArgumentHelp("Run it no earlier than this time (ISO 8601, e.g. 2026-11-26T03:00:00Z, or local 2026-11-26 03:00).", valueName: "time"))
+        var at: String?
+
+        @Option(name: .long, help: ArgumentHelp("Run it no earlier than this long from now (90s, 10m, 2h, 1d).", valueName: "duration"))
+        var delay: String?
+
+        @Flag(name: .customLong("allow-unregistered"), help: "Queue jobs of a kind that no worker registered yet on this database (for workers that start later).")
+        var allowUnregistered = false
 
         @Option(name: .long, parsing: .unconditional, help: "Higher runs first (default: the kind's).")
         var priority: Int?
@@ -63,7 +83,9 @@ extension Progressctl {
         }
 
         func validate() throws {
+            if at != nil, delay != nil { throw ValidationError("give --at or --delay, not both") }
             if from != nil {
+                if name != nil { throw ValidationError("--name goes with one job; with --from give \"name\" per line") }
                 if input != nil { throw ValidationError("--input and --from exclude each other: the lines carry the inputs") }
                 if id != nil { throw ValidationError("--id goes with one job, not with --from") }
                 if idempotencyKey != nil { throw ValidationError("--idempotency-key goes with one job; with --from give \"idempotencyKey\" per line") }
@@ -84,8 +106,61 @@ extension Progressctl {
 
         // MARK: One job
 
+        /// When the job may run, from --at or --delay: `nil` for at once.
+        private func runAt(now: Date) throws -> Date? {
+            if let at {
+                let date = try InputParsing.at(at, option: "--at")
+                return date > now ? date : nil
+            }
+            if let delay {
+                let seconds = try InputParsing.seconds(delay, option: "--delay")
+                return seconds > 0 ? now.addingTimeInterval(seconds) : nil
+            }
+            return nil
+        }
+
+        /// Refuses kinds that no worker ever registered on this database (a typo would otherwise wait for ever),
+        /// unless --allow-unregistered; warns when no running worker registered a kind (its jobs wait for one).
+        private func checkKinds(_ kinds: Set<String>, store: OperatorStore) async throws {
+            let owners = try await store.checked { try await $0.owners() }
+            let live = owners.filter { $0.liveness().isAlive }
+            let running = Set(live.flatMap { $0.kinds ?? [] })
+            let known = Set(try await store.checked { try await $0.registeredKinds() }.keys).union(running)
+            for kind in kinds.sorted() where !running.contains(kind) {
+                // Owners of an older version record no kinds: nothing can be said of them.
+                if live.contains(where: { $0.kinds == nil }) { continue }
+                if allowUnregistered { continue }
+                if known.contains(kind) {
+                    Terminal.standardError(
+                        "progressctl: warning: no running worker runs '\(kind)' jobs now; they wait until one starts")
+                    continue
+                }
+                let suggestion = known.sorted().min { Self.distance($0, kind) < Self.distance($1, kind) }
+                    .flatMap { Self.distance($0, kind) <= max(2, kind.count / 3) ? " (did you mean '\($0)'?)" : nil } ?? ""
+                throw CLIError.usage(
+                    "no worker registered the job kind '\(kind)'\(suggestion); "
+                        + (known.isEmpty ? "none registered any kind yet" : "known kinds: \(known.sorted().joined(separator: ", "))")
+                        + ". Give --allow-unregistered to queue it for workers that start later")
+            }
+        }
+
+        /// The edit distance of two names (for a suggestion).
+        static func distance(_ left: String, _ right: String) -> Int {
+            let a = Array(left), b = Array(right)
+            var previous = Array(0...b.count)
+            for (i, x) in a.enumerated() {
+                var current = [i + 1]
+                for (j, y) in b.enumerated() {
+                    current.append(min(previous[j + 1] + 1, current[j] + 1, previous[j] + (x == y ? 0 : 1)))
+                }
+                previous = current
+            }
+            return previous[b.count]
+        }
+
         private func submitOne() async throws {
             let kind = kind ?? ""
+            if let name, name.isEmpty { throw CLIError.usage("--name must not be empty") }
             let data = Data((input ?? "").utf8)
             do {
                 _ = try JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed])
@@ -93,12 +168,14 @@ extension Progressctl {
                 throw CLIError.usage("--input is not valid JSON: \((error as NSError).userInfo[NSDebugDescriptionErrorKey] ?? error.localizedDescription)")
             }
             if let id, id.isEmpty { throw CLIError.usage("--id must not be empty") }
+            let now = Date()
+            let runAt = try runAt(now: now)
             let store = try options.openStore(readOnly: false)
+            try await checkKinds([kind], store: store)
             if let key = idempotencyKey, let existing = try await store.checked({ try await $0.root(kind: kind, idempotencyKey: key) }) {
                 try report(existing.id, created: false)
                 return
             }
-            let now = Date()
             let taskID: String
             if let id {
                 taskID = id
@@ -107,11 +184,12 @@ extension Progressctl {
             }
             let registered = try await store.checked { try await $0.registeredKinds() }
             let taskOptions = Self.options(
-                registered: registered[kind], retryable: retryable, pausable: pausable, priority: priority)
-            let (record, event) = Self.job(
-                id: taskID, kind: kind, input: data, idempotencyKey: idempotencyKey, options: taskOptions, at: now)
+                registered: registered[kind]?.options, retryable: retryable, pausable: pausable, priority: priority)
+            let (record, events) = Self.job(
+                id: taskID, kind: kind, name: name, input: data, idempotencyKey: idempotencyKey, options: taskOptions,
+                runAt: runAt, at: now)
             do {
-                try await store.insert([record], events: [event])
+                try await store.insert([record], events: events)
             } catch let error as TaskStoreError where error.reason == .conflict {
                 // Another submit with the same key may have won the race.
                 if let key = idempotencyKey,
@@ -162,16 +240,25 @@ extension Progressctl {
             return options
         }
 
-        /// A pending root job and its `created` event.
+        /// A pending root job and its `created` event (and, for a delayed one, its `scheduled` event).
         static func job(
-            id: String, kind: String, input: Data, idempotencyKey: String?, options: TaskOptions, at now: Date
-        ) -> (TaskRecord, TaskEvent) {
-            let record = TaskRecord(
-                id: id, name: kind, kind: kind, input: input, idempotencyKey: idempotencyKey, options: options,
+            id: String, kind: String, name: String?, input: Data, idempotencyKey: String?, options: TaskOptions,
+            runAt: Date?, at now: Date
+        ) -> (TaskRecord, [TaskEvent]) {
+            var record = TaskRecord(
+                id: id, name: name ?? kind, kind: kind, input: input, idempotencyKey: idempotencyKey, options: options,
                 status: .pending, priority: options.priority, createdAt: now)
-            let event = TaskEvent(
-                taskID: id, rootID: id, kind: .created, at: now, attempt: 1, message: "submitted by progressctl")
-            return (record, event)
+            record.nextAttemptAt = runAt?.roundedToMilliseconds
+            var events = [
+                TaskEvent(taskID: id, rootID: id, kind: .created, at: now, attempt: 1, message: "submitted by progressctl")
+            ]
+            if let runAt {
+                events.append(
+                    TaskEvent(
+                        taskID: id, rootID: id, kind: .scheduled, at: now, attempt: 1,
+                        message: "runs at \(runAt.formatted(.iso8601))"))
+            }
+            return (record, events)
         }
 
         // MARK: Many jobs
@@ -191,7 +278,8 @@ extension Progressctl {
                 Terminal.standardError("no jobs to submit in '\(source)'")
                 return
             }
-            let registered = try await store.checked { try await $0.registeredKinds() }
+            try await checkKinds(Set(jobs.map(\.kind)), store: store)
+            let registered = try await store.checked { try await $0.registeredKinds() }.mapValues(\.options)
             // A job whose key another job of the database has is not written again; nor is a second line with the
             // same kind and key. A race with another submit is lost at most twice.
             var attempt = 0
@@ -250,6 +338,7 @@ extension Progressctl {
             let identifiers = newCount == 0 ? 0..<0 : try await store.checked { try await $0.reserveIdentifiers(newCount) }
             var nextIdentifier = identifiers.lowerBound
             let now = Date()
+            let commandRunAt = try runAt(now: now)
             var plan = Plan()
             for (job, resolution) in zip(jobs, resolutions) {
                 switch resolution {
@@ -263,11 +352,11 @@ extension Progressctl {
                     let taskOptions = Self.options(
                         registered: registered[job.kind], retryable: job.retryable ?? retryable,
                         pausable: job.pausable ?? pausable, priority: job.priority ?? priority)
-                    let (record, event) = Self.job(
-                        id: id, kind: job.kind, input: job.input, idempotencyKey: job.idempotencyKey,
-                        options: taskOptions, at: now)
+                    let (record, events) = Self.job(
+                        id: id, kind: job.kind, name: job.name, input: job.input, idempotencyKey: job.idempotencyKey,
+                        options: taskOptions, runAt: job.runAt.map { $0 > now ? $0 : nil } ?? commandRunAt, at: now)
                     plan.records.append(record)
-                    plan.events.append(event)
+                    plan.events += events
                     plan.results.append((id, true))
                 }
             }
@@ -315,12 +404,15 @@ struct JobLine {
     var kind: String
     /// The input as compact JSON, keys sorted.
     var input: Data
+    var name: String?
     var idempotencyKey: String?
     var priority: Int?
     var retryable: Bool?
     var pausable: Bool?
+    /// When it may run (`runAt`, ISO 8601).
+    var runAt: Date?
 
-    static let fields = ["kind", "input", "idempotencyKey", "priority", "retryable", "pausable"]
+    static let fields = ["kind", "input", "name", "idempotencyKey", "priority", "retryable", "pausable", "runAt"]
 
     /// Every bad line, as `line 3: …`.
     struct Errors: Error {
@@ -363,6 +455,23 @@ struct JobLine {
         } else {
             problems.append("no \"input\" (give the job's input as JSON; null for none)")
         }
+        var name: String?
+        switch object["name"] {
+        case nil, .null: break
+        case .string(let text) where !text.isEmpty: name = text
+        default: problems.append("\"name\" must be a non-empty string")
+        }
+        var runAt: Date?
+        switch object["runAt"] {
+        case nil, .null: break
+        case .string(let text):
+            if let date = ISO8601DateFormatter().date(from: text), date <= JobOptions.latestRunAt {
+                runAt = date
+            } else {
+                problems.append("\"runAt\" must be an ISO-8601 time such as 2026-11-26T03:00:00Z")
+            }
+        default: problems.append("\"runAt\" must be an ISO-8601 time such as 2026-11-26T03:00:00Z")
+        }
         var key: String?
         switch object["idempotencyKey"] {
         case nil, .null: break
@@ -389,7 +498,7 @@ struct JobLine {
         guard problems.isEmpty, let kind else { return .failure(Errors(lines: problems)) }
         return .success(
             JobLine(
-                line: number, kind: kind, input: input, idempotencyKey: key, priority: priority, retryable: retryable,
-                pausable: pausable))
+                line: number, kind: kind, input: input, name: name, idempotencyKey: key, priority: priority,
+                retryable: retryable, pausable: pausable, runAt: runAt))
     }
 }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Progression
+import ProgressionOperator
 
 /// The shared body of `pause`, `resume`, `cancel`, `retry` and `remove`: one task by id, or every root the filters
 /// choose.
@@ -24,13 +25,13 @@ struct ChangeCommand {
         try change.validateWait()
         if let id {
             guard filters.isEmpty else {
-                throw CLIError.usage("give a task id or filters (--status, --kind, --since, --until, --name), not both")
+                throw CLIError.usage("give a task id or filters (--status, --kind, --since, --until, --name, --input), not both")
             }
             try await runOne(id)
         } else {
             guard !filters.isEmpty else {
                 throw CLIError.usage(
-                    "give a task id or filters (--status, --kind, --since, --until, --name) to choose the tasks to \(action.rawValue)")
+                    "give a task id or filters (--status, --kind, --since, --until, --name, --input) to choose the tasks to \(action.rawValue)")
             }
             try await runFiltered()
         }
@@ -57,7 +58,7 @@ struct ChangeCommand {
                     + "one, or --dry-run to see what it would do")
         }
         let store = try options.openStore(readOnly: change.dryRun)
-        let tasks = try await Self.roots(matching: query, in: store)
+        let tasks = try await TaskControl.roots(matching: query, in: store)
         if !change.dryRun, !change.yes, !tasks.isEmpty {
             guard Terminal.confirm("\(action.rawValue) \(Format.tasks(tasks.count)) (\(Self.byStatus(tasks)))?") else {
                 throw CLIError("not confirmed; nothing was changed")
@@ -80,41 +81,11 @@ struct ChangeCommand {
         try report(outcomes.compactMap { $0 })
     }
 
-    /// Every root matching `query`, oldest first (so that tasks submitted meanwhile do not shift the pages).
-    static func roots(matching query: TaskQuery, in store: OperatorStore) async throws -> [TaskRecord] {
-        var page = query
-        page.sort = .created
-        page.reverse = true
-        page.limit = 1000
-        page.offset = 0
-        var seen: Set<String> = []
-        var roots: [TaskRecord] = []
-        while true {
-            let rows = try await store.checked { [page] in try await $0.roots(page) }
-            for row in rows where seen.insert(row.id).inserted { roots.append(row) }
-            guard rows.count == page.limit else { break }
-            page.offset += rows.count
-        }
-        return roots
-    }
-
     /// `10 pending, 4 running`.
     static func byStatus(_ tasks: [TaskRecord]) -> String {
         let counts = Dictionary(grouping: tasks, by: \.status).mapValues(\.count)
         return TaskStatus.allCases.compactMap { status in counts[status].map { "\(Format.count($0)) \(status)" } }
             .joined(separator: ", ")
-    }
-
-    /// `change --json` by filter.
-    struct SummaryJSON: Encodable {
-        var action: String
-        var dryRun: Bool
-        /// Roots the filters chose.
-        var matched: Int
-        /// Those changed (or, on a dry run, that would be).
-        var changed: Int
-        var changes: [TaskControl.Change]
-        var refused: [TaskControl.Refusal]
     }
 
     private func report(_ outcomes: [TaskControl.Outcome]) throws {
@@ -128,7 +99,7 @@ struct ChangeCommand {
         }
         if options.json {
             try JSONOutput.print(
-                SummaryJSON(
+                TaskControl.Summary(
                     action: action.rawValue, dryRun: change.dryRun, matched: outcomes.count, changed: changes.count,
                     changes: changes, refused: refusals))
         } else {

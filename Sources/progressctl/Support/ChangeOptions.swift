@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import ProgressionOperator
 
 /// Options of the commands that change tasks: `pause`, `resume`, `cancel`, `retry`, `remove`.
 struct ChangeOptions: ParsableArguments {

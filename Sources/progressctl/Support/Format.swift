@@ -1,8 +1,10 @@
 import Foundation
 import Progression
+import ProgressionOperator
 
-/// Text for people: progress bars, times, sizes, tables.
-enum Format {
+/// Text for people on a terminal: progress bars, coloured statuses, tables (times, sizes, counts and rates are in
+/// ProgressionOperator's `Format`).
+extension Format {
     /// A bar of `width` cells and the percent, e.g. `█████░░░░░  50%`; dashes when progress is unknown.
     static func bar(_ progress: Double?, width: Int = 20) -> String {
         guard let progress, progress.isFinite else {
@@ -14,10 +16,17 @@ enum Format {
             + percent(clamped).leftPadded(to: 4)
     }
 
-    /// `45%`, or `-` when unknown.
-    static func percent(_ progress: Double?) -> String {
-        guard let progress, progress.isFinite else { return "-" }
-        return "\(Int((progress * 100).rounded(.down)))%"
+    /// A task's status as people read it: why a pending root waits (`scheduled`, `retrying`, `sleeping`), and a
+    /// completed root's failed steps (`completed, 2 failed steps`), in the status's colour.
+    static func state(_ record: TaskRecord, failedSteps: Int = 0) -> String {
+        var text = status(record.status)
+        if record.status == .pending, let reason = record.waitReason {
+            text = Terminal.paint(reason.rawValue, .dim)
+        }
+        if failedSteps > 0 {
+            text += Terminal.paint(", \(count(failedSteps)) failed step\(failedSteps == 1 ? "" : "s")", .yellow)
+        }
+        return text
     }
 
     /// A status, coloured on a terminal.
@@ -35,38 +44,6 @@ enum Format {
         case .failed: .red
         case .cancelled: .dim
         }
-    }
-
-    private static let timeFormatter: DateFormatter = {
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.dateFormat = "yyyy-MM-dd HH:mm:ss"
-        return formatter
-    }()
-
-    /// Local time to the second, `-` for none.
-    static func time(_ date: Date?) -> String {
-        guard let date else { return "-" }
-        return timeFormatter.string(from: date)
-    }
-
-    /// `5 s`, `0.5 s`.
-    static func seconds(_ duration: Duration) -> String {
-        let seconds = Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
-        return seconds == seconds.rounded() ? "\(Int(seconds)) s" : String(format: "%.1f s", seconds)
-    }
-
-    /// `512 B`, `3.2 KiB`, `1.5 MiB`.
-    static func bytes(_ count: Int64) -> String {
-        if count < 1024 { return "\(count) B" }
-        let units = ["KiB", "MiB", "GiB", "TiB"]
-        var value = Double(count) / 1024
-        var unit = 0
-        while value >= 1024, unit < units.count - 1 {
-            value /= 1024
-            unit += 1
-        }
-        return String(format: "%.1f %@", value, units[unit])
     }
 
     /// Rows as left-aligned columns separated by two spaces, without trailing spaces; `header` is printed first.
@@ -129,21 +106,6 @@ enum Format {
         return nil
     }
 
-    /// `12,345`: a count with a comma between groups of three digits, whatever the locale.
-    static func count(_ value: Int) -> String {
-        let digits = String(value.magnitude)
-        var grouped = ""
-        for (index, digit) in digits.enumerated() {
-            if index > 0, (digits.count - index) % 3 == 0 { grouped += "," }
-            grouped.append(digit)
-        }
-        return (value < 0 ? "-" : "") + grouped
-    }
-
-    /// `1 task`, `12 tasks`, `5,004 tasks`.
-    static func tasks(_ value: Int) -> String {
-        "\(count(value)) task\(value == 1 ? "" : "s")"
-    }
 }
 
 extension String {
@@ -169,35 +131,5 @@ extension String {
 
     func leftPadded(to width: Int) -> String {
         String(repeating: " ", count: max(0, width - visibleWidth)) + self
-    }
-}
-
-extension Format {
-    /// A rate of progress given as a fraction of the whole per second, in percent per minute below 1 %/s
-    /// (`0.5%/min`, `12%/min`) and per second above (`2.5%/s`); `-` when unknown. At most 8 characters up to 1000 %/s.
-    static func rate(_ perSecond: Double?) -> String {
-        guard let perSecond, perSecond.isFinite, perSecond >= 0 else { return "-" }
-        func number(_ value: Double) -> String {
-            let tenths = (value * 10).rounded() / 10
-            return tenths >= 10 ? String(format: "%.0f", value) : String(format: "%.1f", tenths)
-        }
-        let percentPerSecond = perSecond * 100
-        if percentPerSecond >= 1 { return number(percentPerSecond) + "%/s" }
-        return number(percentPerSecond * 60) + "%/min"
-    }
-
-    /// A time left as `1h02m`, `4m10s` or `12s`; `>99h` beyond 99 hours; `-` when unknown.
-    static func timeLeft(_ seconds: Double?) -> String {
-        guard let seconds, seconds.isFinite, seconds >= 0 else { return "-" }
-        guard seconds < 100 * 3600 else { return ">99h" }
-        let whole = Int(seconds.rounded(.up))
-        if whole < 60 { return "\(whole)s" }
-        if whole < 3600 { return "\(whole / 60)m" + twoDigits(whole % 60) + "s" }
-        let minutes = whole / 60
-        return "\(minutes / 60)h" + twoDigits(minutes % 60) + "m"
-    }
-
-    private static func twoDigits(_ value: Int) -> String {
-        value < 10 ? "0\(value)" : "\(value)"
     }
 }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Progression
+import ProgressionOperator
 
 /// The filters that choose roots: `list`, and `cancel`, `retry`, `remove`, `pause` and `resume` without an id.
 struct TaskFilterOptions: ParsableArguments {
@@ -19,21 +20,27 @@ struct TaskFilterOptions: ParsableArguments {
     @Option(name: .long, help: ArgumentHelp("Only tasks whose name contains this text (ASCII letters in any case).", valueName: "text"))
     var name: String?
 
+    @Option(name: .long, help: ArgumentHelp("Only jobs whose input (its JSON text) contains this text, exactly (case and all).", valueName: "text"))
+    var input: String?
+
+    @Option(name: .customLong("input-field"), help: ArgumentHelp("Only jobs whose input has this value at this key (repeat for more): customer=42, order.id=A7 (strings, numbers, true, false, null).", valueName: "key=value"))
+    var inputFields: [String] = []
+
+    /// The filters as the operator library reads them.
+    var filter: TaskFilter {
+        var filter = TaskFilter(status: status, kind: kind, since: since, until: until, name: name, input: input)
+        filter.inputFields = inputFields
+        return filter
+    }
+
     /// Whether any filter is given.
-    var isEmpty: Bool { status.isEmpty && kind == nil && since == nil && until == nil && name == nil }
+    var isEmpty: Bool { filter.isEmpty }
 
     /// The filters as a query (limit and offset left at their defaults), `now` the time durations count back from.
     ///
     /// - Throws: ``CLIError`` (a usage error) for a status, duration or date that does not parse, or a `--since`
     ///   later than `--until`.
     func query(defaultStatuses: Set<TaskStatus>? = nil, now: Date = Date()) throws -> TaskQuery {
-        let createdSince = try since.map { try InputParsing.since($0, option: "--since", now: now) }
-        let createdUntil = try until.map { try InputParsing.since($0, option: "--until", now: now) }
-        if let createdSince, let createdUntil, createdSince > createdUntil {
-            throw CLIError.usage("--since is later than --until: no task can match")
-        }
-        return TaskQuery(
-            statuses: try InputParsing.statuses(status) ?? defaultStatuses, kind: kind, createdSince: createdSince,
-            createdUntil: createdUntil, nameContains: name)
+        try filter.query(defaultStatuses: defaultStatuses, now: now)
     }
 }

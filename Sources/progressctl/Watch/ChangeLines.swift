@@ -1,5 +1,6 @@
 import Foundation
 import Progression
+import ProgressionOperator
 
 /// What `watch` prints when stdout is not a terminal: one line for each watched root whose status, percent or
 /// step changed since it was last printed (every node's with `all`), as text or as one JSON object per line.

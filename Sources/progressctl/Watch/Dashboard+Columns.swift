@@ -1,5 +1,6 @@
 import Foundation
 import Progression
+import ProgressionOperator
 
 extension Dashboard {
     /// The widths, in cells, of the columns of the task rows: name, bar, percent, rate, time left, step, status and

@@ -1,5 +1,6 @@
 import Foundation
 import Progression
+import ProgressionOperator
 
 /// The screen `progressctl watch` draws on a terminal, as text: a pure function of the watched trees, the
 /// terminal's size, the time and whether to colour, so that it is tested without a terminal.
@@ -15,27 +16,7 @@ import Progression
 /// ```swift
 /// let lines = Dashboard.render(trees, size: TerminalSize(rows: 40, columns: 80), now: Date(), color: false)
 /// ```
-enum Dashboard {
-    /// One watched tree: its nodes in tree order with the watched task first, and that task's rate and time left.
-    struct Tree: Sendable, Hashable {
-        /// The watched task and its descendants, each parent before its children (as `TaskStore.tree(of:)` gives).
-        var nodes: [TaskRecord]
-        /// Progress per second (a fraction of the whole), or `nil` when unknown.
-        var rate: Double?
-        /// Seconds left, or `nil` when unknown.
-        var timeLeft: TimeInterval?
-
-        /// The watched task.
-        var root: TaskRecord { nodes[0] }
-
-        init(nodes: [TaskRecord], rate: Double? = nil, timeLeft: TimeInterval? = nil) {
-            precondition(!nodes.isEmpty, "a tree has at least its root")
-            self.nodes = nodes
-            self.rate = rate
-            self.timeLeft = timeLeft
-        }
-    }
-
+extension Dashboard {
     /// The frame for `trees` on a terminal of `size` at `now`: at most `size.rows` lines of exactly `size.columns`
     /// cells each (escape sequences for colour aside), without line breaks.
     static func render(_ trees: [Tree], size: TerminalSize, now: Date, color: Bool) -> [String] {

@@ -1,4 +1,5 @@
 import Foundation
+import ProgressionOperator
 
 #if canImport(Glibc)
 import Glibc

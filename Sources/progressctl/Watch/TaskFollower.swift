@@ -1,5 +1,6 @@
 import Foundation
 import Progression
+import ProgressionOperator
 
 /// Which task trees `watch` follows, read again from the store whenever it changed.
 ///

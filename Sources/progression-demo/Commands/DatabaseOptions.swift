@@ -22,13 +22,6 @@ struct DatabaseOptions: ParsableArguments {
             valueName: "seconds"))
     var ownerStaleAfter: Double = 15
 
-    @Option(
-        name: .customLong("claim-backlog"),
-        help: ArgumentHelp(
-            "At most this many claimed jobs wait here for a slot; the rest are left to other services on the database.",
-            valueName: "n"))
-    var claimBacklog: Int = 100_000
-
     /// The path in force: `--db`, else the library's default.
     var databasePath: String {
         if let db, !db.isEmpty { return db }
@@ -37,7 +30,6 @@ struct DatabaseOptions: ParsableArguments {
 
     func validate() throws {
         guard concurrency >= 1 else { throw ValidationError("--concurrency must be 1 or more") }
-        guard claimBacklog >= 1 else { throw ValidationError("--claim-backlog must be 1 or more") }
         guard ownerStaleAfter >= 0.5, ownerStaleAfter <= 86_400 else {
             throw ValidationError("--owner-stale-after must be between 0.5 and 86400 seconds")
         }
@@ -53,7 +45,6 @@ struct DatabaseOptions: ParsableArguments {
         // kill -9 is part of the demo: allow a few more interruptions than the default before calling it a crash loop.
         configuration.maxInterruptions = 20
         configuration.ownerStaleAfter = .milliseconds(Int64(ownerStaleAfter * 1000))
-        configuration.claimBacklogLimit = claimBacklog
         // A few heartbeats within the lease, so one late write does not make the service look dead.
         configuration.heartbeatInterval = min(.seconds(2), .milliseconds(Int64(ownerStaleAfter * 1000 / 4)))
         let executor: TaskExecutor

@@ -108,6 +108,22 @@ struct TaskLifecycleTests {
         row(
             .remove, [.completed: .to(nil, nil), .failed: .to(nil, nil), .cancelled: .to(nil, nil)],
             otherwise: cannot("remove it before it has finished (cancel it first)")),
+        // A root resumed while every slot was taken gets one: its code goes on (the resume wrote the event).
+        row(.resumeRun, [.pending: .to(.running, nil)], otherwise: cannot("resume the run of it")),
+        row(.resumeRun, root: false, [:], otherwise: cannot("resume the run of it")),
+        // A durable sleep hands the root back until a time.
+        row(
+            .suspend(until: later), by: .system, [.running: .to(.pending, .sleeping), .paused: .to(.paused, .sleeping)],
+            otherwise: cannot("suspend it")),
+        row(.suspend(until: later), root: false, by: .system, [:], otherwise: cannot("suspend it")),
+        // Run now: only a pending or paused root that waits for a time (these records wait for none).
+        row(
+            .runNow,
+            [
+                .pending: .refused("Task 't' is pending: cannot run it now: it waits for no time"),
+                .paused: .refused("Task 't' is paused: cannot run it now: it waits for no time"),
+            ], otherwise: cannot("run it now")),
+        row(.runNow, root: false, [:], otherwise: cannot("run a subtask now (run its root now)")),
         // progressctl without a live owner: no code runs, so a running task cannot be paused (only a pending one).
         row(
             .pause, by: .operatorWithoutOwner, [.pending: .to(.paused, .paused), .paused: .to(.paused, nil)],
@@ -135,6 +151,33 @@ struct TaskLifecycleTests {
     }
 
     static let everything = TaskOptions(canCancel: true, canPause: true, canRetry: true)
+
+    /// Time: a sleep stores its wake time and hands the root to no owner; run now clears a wait, on the root and (in
+    /// the store) on the sleeps below it.
+    @Test func aSleepAndARunNowWriteTheirTimes() throws {
+        var record = Self.record(status: .running, isRoot: true, options: Self.everything)
+        record.ownerID = "worker"
+        let now = Date(timeIntervalSince1970: 1_700_000_100)
+        let sleeping = try #require(try TaskLifecycle.apply(.suspend(until: Self.later), to: &record, now: now, by: .system))
+        #expect(record.status == .pending && record.ownerID == nil && record.nextAttemptAt == Self.later)
+        #expect(record.waitReason == .sleep && record.displayStatus == "sleeping")
+        #expect(sleeping.kind == .sleeping && sleeping.message?.hasPrefix("until 2027-01-15") == true)
+        let woken = try #require(try TaskLifecycle.apply(.runNow, to: &record, now: now, by: .operatorWithoutOwner))
+        #expect(record.status == .pending && record.nextAttemptAt == nil && woken.kind == .scheduled)
+        #expect(record.waitReason == nil && record.displayStatus == "pending")
+
+        var scheduled = Self.record(status: .pending, isRoot: true, options: Self.everything)
+        scheduled.nextAttemptAt = Self.later
+        #expect(scheduled.waitReason == .runAt && scheduled.displayStatus == "scheduled")
+        scheduled.errorDescription = "it broke"
+        #expect(scheduled.waitReason == .retry && scheduled.displayStatus == "retrying")
+
+        let child = TaskRecord(
+            id: "t.1", parentID: "t", rootID: "t", name: "sleep", status: .pending, createdAt: now,
+            nextAttemptAt: Self.later)
+        let cascade = try TaskUpdate.cascade(of: .runNow, over: [child], at: now)
+        #expect(cascade.map(\.record.nextAttemptAt) == [now] && cascade.map(\.columns) == [[.nextAttemptAt, .updatedAt]])
+    }
 
     @Test(arguments: table)
     func everyTransitionInEveryStatus(row: Row) throws {

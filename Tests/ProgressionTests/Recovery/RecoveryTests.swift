@@ -59,12 +59,16 @@ struct RecoveryTests {
         first.kill()
         try await first.waitForExit()
 
+        // The next worker leaves it paused: a paused job is changed where it is (in the store, by progressctl or any
+        // executor), and claimed once it is resumed.
         let second = try worker([])
         defer { second.kill() }
-        try await waitUntil("the new worker to claim it") {
-            let owner = try await store().task(id: "sleeper")?.ownerID
-            return owner != nil && owner != before.ownerID
+        try await waitUntil("the new worker to start") {
+            try await store().owners().contains { $0.id != before.ownerID && $0.stoppedAt == nil }
         }
+        #expect(await eventually(timeout: .milliseconds(500)) {
+            (try? await store().task(id: "sleeper"))?.status != .paused
+        } == false)
         let after = try #require(try await store().task(id: "sleeper"))
         #expect(after.status == .paused)
         #expect(after.interruptions == 0, "a paused task was not running")

@@ -35,11 +35,14 @@ struct GraphState {
     // The run queue, and the deadlines of the timer loop.
     var runQueue: RunQueue
     var timers = TimerQueue()
-    /// Claimed roots queued without their tree, and the callers of `waitForTask` waiting for them.
-    var claimedIDs: Set<String> = []
-    var claimWaiters: [String: [CheckedContinuation<Void, Never>]] = [:]
-    /// Tasks that load claimed roots (and run them), by root id: awaited on shutdown.
-    var claimedRuns: [String: Task<Void, Never>] = [:]
+    /// Job kinds paused across the fleet: their queued roots do not start.
+    var pausedKinds: Set<String> = []
+    /// Roots claimed whose trees could not be read yet (the store failed): loaded by the next claim pass.
+    var unloadedClaims: [ClaimedRoot] = []
+    /// Slots that claim passes under way have reserved for what they claim.
+    var claimsInFlight = 0
+    /// This executor's owner id: a root it starts becomes its own in the store.
+    let ownerID: String
     /// No new work is accepted; queued roots are handed back.
     var isShutDown = false
     /// ``TaskExecutor/start()`` was called: recovery passes run.
@@ -67,9 +70,10 @@ struct GraphState {
     let writerLagTolerance: TimeInterval
 
     init(
-        maxConcurrentTasks: Int, writerWake: AsyncStream<Void>.Continuation, eventBacklogLimit: Int,
+        ownerID: String, maxConcurrentTasks: Int, writerWake: AsyncStream<Void>.Continuation, eventBacklogLimit: Int,
         writerLagTolerance: TimeInterval
     ) {
+        self.ownerID = ownerID
         runQueue = RunQueue(maxConcurrent: maxConcurrentTasks)
         self.writerWake = writerWake
         self.eventBacklogLimit = eventBacklogLimit

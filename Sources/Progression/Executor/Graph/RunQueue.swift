@@ -1,24 +1,21 @@
 import Foundation
 import HeapModule
 
-/// What waits for a slot: a root in memory, or a root claimed from the store whose tree is loaded only when it runs
-/// (recovery queues a dead owner's backlog compactly and rehydrates one root per free slot).
-enum QueuedRoot {
-    case node(NodeHandle)
-    case claimed(ClaimedRoot)
-}
-
-/// The roots waiting for a free slot, by priority then age, and the slots in use.
+/// The roots waiting for a free slot, by priority then age, and the slots: which roots hold one.
 ///
-/// At most ``maxConcurrent`` roots hold a slot at once: a root takes one when its start is staged and gives it back as
-/// soon as its end is staged, without waiting for that commit (the next root's start shares it).
+/// At most ``maxConcurrent`` roots hold a slot at once. A root takes one when its start is staged and gives it back as
+/// soon as its end is staged, without waiting for that commit (the next root's start shares it); a root that is paused
+/// gives it back while it waits, and takes one again when it is resumed (the next free one). Taking and giving back are
+/// idempotent, so that a root can never hold two slots or give back one it does not hold.
 struct RunQueue {
     struct Entry: Comparable {
         var priority: Int
         var createdAt: Int64
         /// Ties: first queued, first run.
         var order: Int64
-        var root: QueuedRoot
+        var handle: NodeHandle
+        /// The root's job kind: roots of a held kind (paused across the fleet) wait in the queue.
+        var kind: String?
 
         /// Runs earlier: higher priority, then older, then queued first.
         static func < (left: Entry, right: Entry) -> Bool {
@@ -31,51 +28,73 @@ struct RunQueue {
     }
 
     var maxConcurrent: Int
-    /// Slots in use.
-    var running = 0
-    var ready = Heap<Entry>()
+    /// The roots that hold a slot.
+    private(set) var slots: Set<NodeHandle> = []
+    private(set) var ready = Heap<Entry>()
     private var nextOrder: Int64 = 0
-    /// Claimed roots queued without their tree (counted against the claim backlog).
-    var claimedWaiting = 0
 
     init(maxConcurrent: Int) {
         self.maxConcurrent = max(1, maxConcurrent)
     }
 
-    var hasFreeSlot: Bool { running < maxConcurrent }
+    /// Slots in use.
+    var running: Int { slots.count }
+    var hasFreeSlot: Bool { slots.count < maxConcurrent }
+    /// Slots that no root holds and no queued root will take: what a worker may claim from the store.
+    var unclaimedSlots: Int { max(0, maxConcurrent - slots.count - ready.count) }
+    var queued: Int { ready.count }
 
-    mutating func enqueue(_ root: QueuedRoot, priority: Int, createdAt: Date) {
+    mutating func enqueue(_ handle: NodeHandle, priority: Int, createdAt: Date, kind: String?) {
         nextOrder += 1
-        if case .claimed = root { claimedWaiting += 1 }
-        ready.insert(Entry(priority: priority, createdAt: createdAt.storedMilliseconds, order: nextOrder, root: root))
+        ready.insert(
+            Entry(priority: priority, createdAt: createdAt.storedMilliseconds, order: nextOrder, handle: handle, kind: kind))
     }
 
-    /// The next root to run, if a slot is free (the caller takes the slot when it starts it).
-    mutating func next() -> QueuedRoot? {
-        guard hasFreeSlot, let entry = ready.popMin() else { return nil }
-        if case .claimed = entry.root { claimedWaiting -= 1 }
-        return entry.root
+    /// The next root to run, if a slot is free: it takes the slot. Roots of a kind in `held` stay queued.
+    mutating func next(holding held: Set<String> = []) -> NodeHandle? {
+        guard hasFreeSlot else { return nil }
+        var skipped: [Entry] = []
+        defer { for entry in skipped { ready.insert(entry) } }
+        while let entry = ready.popMin() {
+            if let kind = entry.kind, held.contains(kind) {
+                skipped.append(entry)
+                continue
+            }
+            slots.insert(entry.handle)
+            return entry.handle
+        }
+        return nil
     }
 
-    /// Every queued entry, emptied (a shutdown).
-    mutating func drain() -> [QueuedRoot] {
-        var roots: [QueuedRoot] = []
-        while let entry = ready.popMin() { roots.append(entry.root) }
-        claimedWaiting = 0
+    /// Takes a slot for a root outside the queue (a resumed root when one is free). Returns whether it holds one now.
+    mutating func take(_ handle: NodeHandle) -> Bool {
+        if slots.contains(handle) { return true }
+        guard hasFreeSlot else { return false }
+        slots.insert(handle)
+        return true
+    }
+
+    /// Gives a root's slot back. Returns whether it held one.
+    @discardableResult
+    mutating func release(_ handle: NodeHandle) -> Bool {
+        slots.remove(handle) != nil
+    }
+
+    /// Every queued root, emptied (a shutdown).
+    mutating func drain() -> [NodeHandle] {
+        var roots: [NodeHandle] = []
+        while let entry = ready.popMin() { roots.append(entry.handle) }
         return roots
     }
 }
 
-/// Deadlines the executor's timer loop waits for, on the executor's clock: timeouts, automatic retries, recovered
-/// jobs whose next attempt is due later.
+/// Deadlines the executor's timer loop waits for, on the executor's clock: timeouts and automatic retries.
 struct TimerQueue {
-    enum Action {
+    enum Action: Equatable {
         /// A node's timeout may have run out (paused time is checked when it fires).
         case timeout(NodeHandle)
         /// A root waiting for its next attempt is due.
         case retry(NodeHandle)
-        /// A claimed root whose next attempt is due.
-        case claimed(ClaimedRoot)
     }
 
     struct Entry: Comparable {

@@ -13,6 +13,8 @@ enum StopReason: Sendable, Equatable {
     case shutdown
     /// Another owner holds the task now (fencing): stop without writing anything more for it.
     case leaseLost
+    /// A durable sleep: the root gives its slot back until the time, when any worker continues it.
+    case sleeping(until: Date)
 }
 
 /// The transition fields of a node as last committed: what snapshots show, since a transition is published only
@@ -26,9 +28,12 @@ struct CommittedState: Sendable {
     var startedAt: Date?
     var finishedAt: Date?
     var nextAttemptAt: Date?
+    /// The owner the store has: `nil` for a job queued in memory that any worker may claim.
+    var ownerID: String?
     var sequence: Int64
 
     init(_ record: TaskRecord, sequence: Int64) {
+        ownerID = record.ownerID
         status = record.status
         attempt = record.attempt
         interruptions = record.interruptions
@@ -64,6 +69,9 @@ enum RootPhase: Equatable {
     case delayed
     /// Holding a slot: its start is being committed, its code runs, or its end is being recorded.
     case running
+    /// Paused while its code ran: the code waits at its next report, and the root holds no slot (a resume takes the
+    /// next free one).
+    case suspended
 }
 
 /// One task in memory. Only touched under the graph's lock.
@@ -111,13 +119,15 @@ final class TaskNode {
     var snapshotIsStale = true
 
     // Roots only.
-    var body: (@Sendable (any TaskContext) async throws -> Void)?
+    var body: RootBody?
     var phase = RootPhase.idle
     var runTask: Task<Void, Never>?
     /// Callers of `waitForTask` waiting for the root to be idle.
     var idleWaiters: [CheckedContinuation<Void, Never>] = []
     /// Its next start begins a new attempt (an automatic retry).
     var startsNewAttempt = false
+    /// Resumed while no slot was free: its code waits (as if paused) until the run queue gives it one.
+    var waitsForSlot = false
     /// Subtasks created under this root, for their ids.
     var childCount = 0
 
@@ -137,11 +147,11 @@ final class TaskNode {
         return node
     }
 
-    /// Whether this node or an ancestor is paused: its code waits at its next report.
+    /// Whether this node or an ancestor is paused, or its root waits for a slot: its code waits at its next report.
     var isEffectivelyPaused: Bool {
         var node: TaskNode? = self
         while let current = node {
-            if current.record.status == .paused { return true }
+            if current.record.status == .paused || current.waitsForSlot { return true }
             node = current.parent
         }
         return false

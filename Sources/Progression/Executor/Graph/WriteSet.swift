@@ -36,7 +36,11 @@ extension GraphState {
                 batch.inserts.append(node.record)
                 node.stored = true
             } else if !columns.isEmpty {
-                batch.updates.append(TaskUpdate(node.record, columns: columns))
+                // A job queued here is unowned in the store until its start takes it: any worker may claim it, and an
+                // operator change it, meanwhile (the writer then finds it changed and drops it).
+                let unowned = node.isRoot && node.committed.ownerID == nil
+                batch.updates.append(
+                    TaskUpdate(node.record, columns: columns, unownedWithStatus: unowned ? node.committed.status : nil))
             }
             if columns.contains(.progress), let progress = node.record.progress, !node.record.status.isFinished,
                 // The first sample a full interval into the run: a task shorter than that has its progress in its
@@ -101,6 +105,21 @@ extension GraphState {
             storage = .failing(since: now, error: ProgressionError.describe(error))
         }
         version += 1
+    }
+
+    /// Writes the store refused (another owner holds the root, or a job queued here unowned was claimed by another
+    /// worker or changed by an operator): the roots are stopped without writing more; one that is not running leaves
+    /// memory at once (its code never ran: the store has it as the other party left it).
+    mutating func markRejected(_ ids: [String]) {
+        for id in ids {
+            guard let node = node(id: id) else { continue }
+            let root = node.root
+            if root.stopReason == nil { root.stopReason = .leaseLost }
+            if root.phase != .running, root.execution == nil {
+                setIdle(root)
+                removeRoot(root)
+            }
+        }
     }
 
     /// Inserts that found their identity taken: the nodes are marked; returns the ids of subtasks among them (a root's

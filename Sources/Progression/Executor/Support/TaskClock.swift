@@ -21,6 +21,8 @@ struct TaskClock: Sendable {
         sleep = { duration in try await clock.sleep(until: clock.now.advanced(by: duration), tolerance: nil) }
         if clock is ContinuousClock || clock is SuspendingClock {
             customDate = nil
+        } else if let wall = clock as? any WallClockProviding {
+            customDate = { wall.wallClockNow.roundedToMilliseconds }
         } else {
             let origin = Date()
             customDate = { origin.addingTimeInterval(start.duration(to: clock.now).seconds).roundedToMilliseconds }
@@ -33,4 +35,12 @@ struct TaskClock: Sendable {
         if let customDate { return customDate() }
         return Date.currentMillisecond()
     }
+}
+
+/// A clock of the caller's that also tells the wall-clock time (``TaskExecutor/Configuration/clock``): executors and
+/// clients in one process (or several) that share it agree on the time to the millisecond. Without it, a custom
+/// clock's wall time is the system's time when the executor was made plus the clock's elapsed time.
+public protocol WallClockProviding: Sendable {
+    /// The wall-clock time now, on this clock.
+    var wallClockNow: Date { get }
 }

@@ -1,10 +1,10 @@
 import Foundation
 import Progression
 
-/// JSON output: one document on stdout, keys sorted, times in ISO 8601 with milliseconds, `null` for absent values.
-enum JSONOutput {
+/// JSON documents (progressctl's `--json`, the console's API): keys sorted, times in ISO 8601 with milliseconds, `null` for absent values.
+package enum JSONOutput {
     /// Times as `2026-11-21T08:17:55.123Z`: UTC, to the millisecond the store keeps.
-    static let dateEncodingStrategy = JSONEncoder.DateEncodingStrategy.custom { date, encoder in
+    package static let dateEncodingStrategy = JSONEncoder.DateEncodingStrategy.custom { date, encoder in
         var container = encoder.singleValueContainer()
         try container.encode(date.formatted(timeFormat))
     }
@@ -12,18 +12,18 @@ enum JSONOutput {
     private static let timeFormat = Date.ISO8601FormatStyle(includingFractionalSeconds: true)
 
     /// The encoder of every `--json` document.
-    static func encoder(pretty: Bool = true) -> JSONEncoder {
+    package static func encoder(pretty: Bool = true) -> JSONEncoder {
         let encoder = JSONEncoder()
         encoder.outputFormatting = pretty ? [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes] : [.sortedKeys, .withoutEscapingSlashes]
         encoder.dateEncodingStrategy = dateEncodingStrategy
         return encoder
     }
 
-    /// Prints `value` as one pretty-printed document; empty arrays and objects as `[]` and `{}`.
-    static func print<T: Encodable>(_ value: T) throws {
+    /// `value` as one pretty-printed document; empty arrays and objects as `[]` and `{}`.
+    package static func text<T: Encodable>(_ value: T) throws -> String {
         let text = String(decoding: try encoder().encode(value), as: UTF8.self)
         // The encoder writes an empty container over three lines. A raw newline is never inside a JSON string.
-        Terminal.output(text.replacing(/\[\n\s*\n\s*\]/, with: "[]").replacing(/\{\n\s*\n\s*\}/, with: "{}"))
+        return text.replacing(/\[\n\s*\n\s*\]/, with: "[]").replacing(/\{\n\s*\n\s*\}/, with: "{}")
     }
 }
 
@@ -34,16 +34,16 @@ enum JSONOutput {
 /// struct Report: Encodable { @Null var finishedAt: Date? }   // {"finishedAt": null}
 /// ```
 @propertyWrapper
-struct Null<Value> {
-    var wrappedValue: Value?
+package struct Null<Value> {
+    package var wrappedValue: Value?
 
-    init(wrappedValue: Value?) {
+    package init(wrappedValue: Value?) {
         self.wrappedValue = wrappedValue
     }
 }
 
 extension Null: Encodable where Value: Encodable {
-    func encode(to encoder: any Encoder) throws {
+    package func encode(to encoder: any Encoder) throws {
         var container = encoder.singleValueContainer()
         if let wrappedValue {
             try container.encode(wrappedValue)
@@ -57,7 +57,7 @@ extension Null: Equatable where Value: Equatable {}
 extension Null: Sendable where Value: Sendable {}
 
 /// Any JSON value: a job's input or result shown as JSON inside a `--json` document, and pretty-printed by `show`.
-enum JSONValue: Codable, Equatable, Sendable {
+package enum JSONValue: Codable, Equatable, Sendable {
     case null
     case bool(Bool)
     case integer(Int64)
@@ -67,19 +67,19 @@ enum JSONValue: Codable, Equatable, Sendable {
     case object([String: JSONValue])
 
     /// The JSON in `data`, or `nil` when it is not JSON.
-    init?(data: Data) {
+    package init?(data: Data) {
         guard let value = try? JSONDecoder().decode(JSONValue.self, from: data) else { return nil }
         self = value
     }
 
     /// Stored bytes as `--json` shows them: their JSON, or, for bytes that are not JSON (the library stores JSON,
     /// so only another writer's), a string `base64:…`; `nil` for none.
-    static func stored(_ data: Data?) -> JSONValue? {
+    package static func stored(_ data: Data?) -> JSONValue? {
         guard let data else { return nil }
         return JSONValue(data: data) ?? .string("base64:" + data.base64EncodedString())
     }
 
-    init(from decoder: any Decoder) throws {
+    package init(from decoder: any Decoder) throws {
         let container = try decoder.singleValueContainer()
         if container.decodeNil() {
             self = .null
@@ -98,7 +98,7 @@ enum JSONValue: Codable, Equatable, Sendable {
         }
     }
 
-    func encode(to encoder: any Encoder) throws {
+    package func encode(to encoder: any Encoder) throws {
         var container = encoder.singleValueContainer()
         switch self {
         case .null: try container.encodeNil()
@@ -113,7 +113,7 @@ enum JSONValue: Codable, Equatable, Sendable {
 
     /// Indented JSON with sorted keys, for people (`show`): two spaces a level, `"key": value`, empty objects and
     /// arrays as `{}` and `[]`.
-    var prettyText: String {
+    package var prettyText: String {
         prettyText(indent: "")
     }
 
@@ -133,55 +133,62 @@ enum JSONValue: Codable, Equatable, Sendable {
     }
 
     /// Compact JSON with sorted keys.
-    var compactText: String {
+    package var compactText: String {
         String(decoding: compactData, as: UTF8.self)
     }
 
     /// Compact JSON with sorted keys, as stored (`submit --from`).
-    var compactData: Data {
+    package var compactData: Data {
         (try? JSONOutput.encoder(pretty: false).encode(self)) ?? Data("null".utf8)
     }
 }
 
 /// A task as `--json` shows it. Field names are stable; absent values are `null`.
-struct TaskJSON: Encodable, Equatable {
-    var id: String
-    var parentID: String?
-    var rootID: String
-    var name: String
-    var kind: String?
-    var status: String
-    var progress: Double?
+package struct TaskJSON: Encodable, Equatable, Sendable {
+    package var id: String
+    package var parentID: String?
+    package var rootID: String
+    package var name: String
+    package var kind: String?
+    package var status: String
+    /// The status as people read it: `scheduled`, `retrying` or `sleeping` for a pending root that waits for a time
+    /// (``TaskRecord/waitReason``), else the status.
+    package var state: String
+    /// Failed subtasks of a root (a job that completed with failed steps); 0 for a subtask.
+    package var failedSteps: Int
+    package var progress: Double?
     /// The units of work the task declared (`TaskProgress.total`), or `null`.
-    var total: Double?
+    package var total: Double?
     /// The smoothed rate of a running task: a fraction of the whole per second.
-    var rate: Double?
+    package var rate: Double?
     /// Seconds until a running task is done at its rate.
-    var secondsRemaining: Double?
-    var step: String?
-    var attempt: Int
-    var interruptions: Int
-    var priority: Int
-    var errorType: String?
-    var errorDescription: String?
-    var ownerID: String?
-    var canCancel: Bool
-    var canPause: Bool
-    var canRetry: Bool
-    var checkpointBytes: Int
+    package var secondsRemaining: Double?
+    package var step: String?
+    package var attempt: Int
+    package var interruptions: Int
+    package var priority: Int
+    package var errorType: String?
+    package var errorDescription: String?
+    package var ownerID: String?
+    package var canCancel: Bool
+    package var canPause: Bool
+    package var canRetry: Bool
+    package var checkpointBytes: Int
     /// The job's input and result as JSON (see ``JSONValue/stored(_:)``).
-    var input: JSONValue?
-    var result: JSONValue?
-    var idempotencyKey: String?
+    package var input: JSONValue?
+    package var result: JSONValue?
+    package var idempotencyKey: String?
     /// How deep in the tree shown (0 for the node asked for); `null` outside `show`.
-    var depth: Int?
-    var createdAt: Date
-    var startedAt: Date?
-    var updatedAt: Date
-    var finishedAt: Date?
-    var nextAttemptAt: Date?
+    package var depth: Int?
+    package var createdAt: Date
+    package var startedAt: Date?
+    package var updatedAt: Date
+    package var finishedAt: Date?
+    package var nextAttemptAt: Date?
 
-    init(_ record: TaskRecord, depth: Int? = nil) {
+    package init(_ record: TaskRecord, depth: Int? = nil, failedSteps: Int = 0) {
+        state = record.displayStatus
+        self.failedSteps = failedSteps
         id = record.id
         parentID = record.parentID
         rootID = record.rootID
@@ -216,13 +223,13 @@ struct TaskJSON: Encodable, Equatable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case id, parentID, rootID, name, kind, status, progress, total, rate, secondsRemaining, step, attempt, interruptions, priority, errorType,
+        case id, parentID, rootID, name, kind, status, state, failedSteps, progress, total, rate, secondsRemaining, step, attempt, interruptions, priority, errorType,
             errorDescription, ownerID, canCancel, canPause, canRetry, checkpointBytes, input, result, idempotencyKey,
             depth, createdAt, startedAt, updatedAt, finishedAt, nextAttemptAt
     }
 
     /// Writes `null` for absent values, so every document has the same fields.
-    func encode(to encoder: any Encoder) throws {
+    package func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(id, forKey: .id)
         try container.encode(parentID, forKey: .parentID)
@@ -230,6 +237,8 @@ struct TaskJSON: Encodable, Equatable {
         try container.encode(name, forKey: .name)
         try container.encode(kind, forKey: .kind)
         try container.encode(status, forKey: .status)
+        try container.encode(state, forKey: .state)
+        try container.encode(failedSteps, forKey: .failedSteps)
         try container.encode(progress, forKey: .progress)
         try container.encode(total, forKey: .total)
         try container.encode(rate, forKey: .rate)

@@ -9,7 +9,7 @@ extension OperatorStore {
     ///   is NAME (`8k3fq2xa/letters//letters/a.txt` as well as `8k3fq2xa/letters/a.txt` when the name is unique).
     ///
     /// - Throws: ``CLIError`` "no task with id 'x'", or one listing the candidates when the reference is ambiguous.
-    func resolveTask(_ reference: String) async throws -> TaskRecord {
+    package func resolveTask(_ reference: String) async throws -> TaskRecord {
         try await checked { store in
             if let exact = try await store.task(id: reference) { return exact }
             if let slash = reference.firstIndex(of: "/") {

@@ -3,8 +3,8 @@ import Progression
 
 extension Dashboard {
     /// One line below the header, before it is laid out in columns.
-    struct Row: Sendable, Hashable {
-        enum Content: Sendable, Hashable {
+    package struct Row: Sendable, Hashable {
+        package enum Content: Sendable, Hashable {
             /// A watched root, with its rate and time left.
             case root(TaskRecord, rate: Double?, timeLeft: TimeInterval?)
             /// A descendant shown on its own, `depth` levels below the root.
@@ -14,24 +14,24 @@ extension Dashboard {
             case summary([TaskStatus: Int], depth: Int)
         }
 
-        var content: Content
+        package var content: Content
         /// Rows of a lower priority are left out first when not all fit.
-        var priority: Priority
+        package var priority: Priority
         /// The index (among all candidate rows) of the row this one hangs below; `nil` for a root. A row is shown
         /// only below its parent.
-        var parent: Int?
+        package var parent: Int?
     }
 
     /// Which rows are kept when not all fit, most important first.
-    enum Priority: Int, Sendable, Hashable, CaseIterable, Comparable {
+    package enum Priority: Int, Sendable, Hashable, CaseIterable, Comparable {
         case unfinishedRoot, active, finishedRoot, summary, failed
 
-        static func < (lhs: Priority, rhs: Priority) -> Bool { lhs.rawValue < rhs.rawValue }
+        package static func < (lhs: Priority, rhs: Priority) -> Bool { lhs.rawValue < rhs.rawValue }
     }
 
     /// Every row the trees could show, in the order shown: each root, then its descendants that are running or
     /// paused, failed, or above one that is, and after the children of each parent the line counting them.
-    static func candidateRows(of trees: [Tree]) -> [Row] {
+    package static func candidateRows(of trees: [Tree]) -> [Row] {
         var rows: [Row] = []
         for tree in trees {
             let root = tree.root
@@ -91,7 +91,7 @@ extension Dashboard {
 
     /// The rows that fit in `capacity` lines, in their order, and how many were left out. When some are left out,
     /// one line is kept free for saying so; rows are then taken by priority, each only below its parent.
-    static func select(_ candidates: [Row], capacity: Int) -> (rows: [Row], omitted: Int) {
+    package static func select(_ candidates: [Row], capacity: Int) -> (rows: [Row], omitted: Int) {
         guard candidates.count > capacity else { return (candidates, 0) }
         var budget = max(0, capacity - 1)
         var included = Array(repeating: false, count: candidates.count)

@@ -2,11 +2,11 @@ import Foundation
 import Progression
 
 /// Parsing the values of options: statuses, durations, dates.
-enum InputParsing {
+package enum InputParsing {
     /// Statuses from repeated `--status` options, each possibly a comma list; `nil` when none is given.
     ///
     /// - Throws: ``CLIError`` naming the first value that is not a status.
-    static func statuses(_ values: [String]) throws -> Set<TaskStatus>? {
+    package static func statuses(_ values: [String]) throws -> Set<TaskStatus>? {
         let names = values.flatMap { $0.split(separator: ",") }.map { $0.trimmingCharacters(in: .whitespaces) }
             .filter { !$0.isEmpty }
         guard !names.isEmpty else { return values.isEmpty ? nil : [] }
@@ -23,13 +23,13 @@ enum InputParsing {
 
     /// The longest duration accepted, 100 years: longer ones reach back before any task was made, and far enough
     /// ones before any date a computer can count.
-    static let maximumDays = 36_500
+    package static let maximumDays = 36_500
 
     /// Seconds in a duration like `90s`, `30m`, `12h`, `7d`, `2w` (a plain number is seconds), at most
     /// ``maximumDays``.
     ///
     /// - Throws: ``CLIError`` (a usage error) for a value that is not such a duration, or is longer.
-    static func seconds(_ text: String, option: String) throws -> TimeInterval {
+    package static func seconds(_ text: String, option: String) throws -> TimeInterval {
         guard let seconds = try duration(text, option: option) else {
             throw CLIError.usage("invalid duration '\(text)' for \(option) (expected e.g. 30m, 12h, 7d)")
         }
@@ -58,7 +58,7 @@ enum InputParsing {
     }
 
     /// A point in time: `now - duration` for a duration (`12h`), else an ISO-8601 date or date-time.
-    static func since(_ text: String, option: String, now: Date = Date()) throws -> Date {
+    package static func since(_ text: String, option: String, now: Date = Date()) throws -> Date {
         if let seconds = try duration(text, option: option) { return now.addingTimeInterval(-seconds) }
         let full = ISO8601DateFormatter()
         if let date = full.date(from: text) { return date }
@@ -72,5 +72,37 @@ enum InputParsing {
         if let date = day.date(from: text) { return date }
         throw CLIError.usage(
             "invalid value '\(text)' for \(option) (expected a duration like 30m, 12h, 7d, or an ISO-8601 date)")
+    }
+
+    /// A point in time to come: an ISO-8601 date-time (`2026-11-26T03:00:00Z`, with an offset or fractional seconds),
+    /// or a local one (`2026-11-26 03:00`, `2026-11-26T03:00:00`).
+    ///
+    /// - Throws: ``CLIError`` (a usage error) for anything else, or a time past the year 9999.
+    package static func at(_ text: String, option: String) throws -> Date {
+        let full = ISO8601DateFormatter()
+        var date = full.date(from: text)
+        if date == nil {
+            full.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+            date = full.date(from: text)
+        }
+        if date == nil {
+            let local = DateFormatter()
+            local.locale = Locale(identifier: "en_US_POSIX")
+            for format in ["yyyy-MM-dd HH:mm", "yyyy-MM-dd HH:mm:ss", "yyyy-MM-dd'T'HH:mm", "yyyy-MM-dd'T'HH:mm:ss"] {
+                local.dateFormat = format
+                if let parsed = local.date(from: text) {
+                    date = parsed
+                    break
+                }
+            }
+        }
+        guard let date else {
+            throw CLIError.usage(
+                "invalid time '\(text)' for \(option) (expected e.g. 2026-11-26T03:00:00Z or 2026-11-26 03:00 local time)")
+        }
+        guard date <= JobOptions.latestRunAt else {
+            throw CLIError.usage("the time '\(text)' for \(option) is past the year 9999")
+        }
+        return date
     }
 }

@@ -7,48 +7,52 @@ import Progression
 ///
 /// Many tasks are changed with one look at the owners; the requests to live owners are all written first and then
 /// awaited together, within one `--wait`.
-struct TaskControl {
-    let store: OperatorStore
+package struct TaskControl {
+    package let store: OperatorStore
     /// How long to wait for live owners to handle the requests.
-    let wait: Duration
+    package let wait: Duration
+
+    package init(store: OperatorStore, wait: Duration) {
+        self.store = store
+        self.wait = wait
+    }
 
     /// What a change did (or, on a dry run, would do), for people and for `--json`.
-    struct Change: Encodable {
-        var id: String
-        var name: String
-        var action: String
+    package struct Change: Encodable, Sendable {
+        package var id: String
+        package var name: String
+        package var action: String
         /// `owner` (a control request the owner applied) or `direct` (written by progressctl).
-        var via: String
-        @Null var ownerID: String?
+        package var via: String
+        @Null package var ownerID: String?
         /// The status after the change (`null` when the owner applied it, which reports no status, or once removed).
-        @Null var status: String?
-        var dryRun: Bool
-        var outcome: String
+        @Null package var status: String?
+        package var dryRun: Bool
+        package var outcome: String
     }
 
     /// A change refused for one task: the lifecycle does not allow it, the task changed since it was read, it is a
     /// subtask that no live owner holds, or its owner refused or did not answer in time. Nothing was changed for that
     /// task; the others of a change by filter go on.
-    struct Refusal: Error, Encodable {
-        var id: String
-        var message: String
+    package struct Refusal: Error, Encodable, Sendable {
+        package var id: String
+        package var message: String
+
+        package init(id: String, message: String) {
+            self.id = id
+            self.message = message
+        }
     }
 
     /// What happened to one task.
-    enum Outcome {
+    package enum Outcome: Sendable {
         case changed(Change)
         case refused(Refusal)
     }
 
     /// The lifecycle transition of a control action.
-    static func transition(_ action: ControlRequest.Action) -> TaskLifecycle.Transition {
-        switch action {
-        case .pause: .pause
-        case .resume: .resume(codeRunning: false)
-        case .cancel: .cancel
-        case .retry: .retry
-        case .remove: .remove
-        }
+    package static func transition(_ action: ControlRequest.Action) -> TaskLifecycle.Transition {
+        ControlRequest.transition(of: action)
     }
 
     /// The transition that decides whether `action` is allowed for a task in `status`: a forced removal of an
@@ -59,7 +63,7 @@ struct TaskControl {
 
     /// Refuses `action` when the lifecycle does not allow it for `task` (as its live owner would see it, or, without
     /// one, as progressctl may change it itself).
-    static func check(_ action: ControlRequest.Action, _ task: TaskRecord, withOwner: Bool) throws(Refusal) {
+    package static func check(_ action: ControlRequest.Action, _ task: TaskRecord, withOwner: Bool) throws(Refusal) {
         do {
             _ = try TaskLifecycle.outcome(
                 of: deciding(action, status: task.status), status: task.status, options: task.options,
@@ -73,7 +77,7 @@ struct TaskControl {
     /// The statuses in which `action` changes some root job (one whose options allow everything, held by a live
     /// owner), as the lifecycle says: what a change by filter selects when no `--status` is given. A status the
     /// action would leave as it is (pausing a paused task) is not one of them.
-    static func statuses(changedBy action: ControlRequest.Action) -> Set<TaskStatus> {
+    package static func statuses(changedBy action: ControlRequest.Action) -> Set<TaskStatus> {
         let options = TaskOptions(canCancel: true, canPause: true, canRetry: true)
         return Set(
             TaskStatus.allCases.filter { status in
@@ -87,7 +91,7 @@ struct TaskControl {
     }
 
     /// The root of `task`'s tree.
-    func root(of task: TaskRecord) async throws -> TaskRecord {
+    package func root(of task: TaskRecord) async throws -> TaskRecord {
         if task.isRoot { return task }
         guard let root = try await store.checked({ try await $0.task(id: task.rootID) }) else {
             throw CLIError("the root '\(task.rootID)' of task '\(task.id)' is missing")
@@ -98,7 +102,7 @@ struct TaskControl {
     /// Applies `action` to one task: through its live owner, or directly.
     ///
     /// - Throws: ``CLIError`` with the refusal's message, or a store failure.
-    func perform(_ action: ControlRequest.Action, on task: TaskRecord, dryRun: Bool = false) async throws -> Change {
+    package func perform(_ action: ControlRequest.Action, on task: TaskRecord, dryRun: Bool = false) async throws -> Change {
         switch try await perform(action, on: [task], dryRun: dryRun)[0] {
         case .changed(let change): return change
         case .refused(let refusal): throw CLIError(refusal.message)
@@ -110,7 +114,7 @@ struct TaskControl {
     ///
     /// - Throws: a store failure (the database is busy, unreadable, gone): the tasks before it were changed, the
     ///   others not.
-    func perform(_ action: ControlRequest.Action, on tasks: [TaskRecord], dryRun: Bool) async throws -> [Outcome] {
+    package func perform(_ action: ControlRequest.Action, on tasks: [TaskRecord], dryRun: Bool) async throws -> [Outcome] {
         let owners = try await store.checked { try await $0.owners() }
         let liveOwners = Dictionary(
             owners.filter { $0.liveness().isAlive }.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
@@ -213,7 +217,7 @@ struct TaskControl {
     /// Changes the row itself through the lifecycle, in one transaction that checks the status and owner read before
     /// (a cancelled root's unfinished subtasks are cancelled with it). A forced removal of an unfinished task cancels
     /// it first.
-    func direct(_ action: ControlRequest.Action, on task: TaskRecord, dryRun: Bool) async throws -> Change {
+    package func direct(_ action: ControlRequest.Action, on task: TaskRecord, dryRun: Bool) async throws -> Change {
         let now = Date()
         let verb = action.pastTense
         var preview = task
@@ -267,13 +271,14 @@ struct TaskControl {
 
 extension ControlRequest.Action {
     /// `paused`, `cancelled`, …: what a change did, in summaries and the messages of direct changes.
-    var pastTense: String {
+    package var pastTense: String {
         switch self {
         case .pause: "paused"
         case .resume: "resumed"
         case .cancel: "cancelled"
         case .retry: "retried"
         case .remove: "removed"
+        case .runNow: "run now"
         }
     }
 }

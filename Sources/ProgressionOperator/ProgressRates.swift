@@ -4,14 +4,16 @@ import Progression
 /// The rate and time left of each watched root: the one place that says where they come from — the rate the executor
 /// stores with each running task (a smoothed fraction of the task per second, see `TaskRecord.rate`), and the time
 /// left it implies.
-struct ProgressRates: Sendable {
+package struct ProgressRates: Sendable {
+    package init() {}
+
     /// `root`'s progress per second (a fraction of the whole), or `nil` when unknown or not running.
-    func rate(of root: TaskRecord) -> Double? {
+    package func rate(of root: TaskRecord) -> Double? {
         root.status == .running ? root.rate : nil
     }
 
     /// Seconds until `root` is done at its rate, or `nil` when unknown (not running, no rate, or no progress).
-    func timeLeft(of root: TaskRecord) -> TimeInterval? {
+    package func timeLeft(of root: TaskRecord) -> TimeInterval? {
         root.estimatedTimeRemaining.map { Double($0.components.seconds) + Double($0.components.attoseconds) / 1e18 }
     }
 }

@@ -1,0 +1,318 @@
+import Foundation
+
+/// Enqueues jobs and reads them back, without running anything: the producer's side of a fleet (a web or API process
+/// that submits work for worker processes).
+///
+/// It needs no handler: the job's ``JobKind`` type names its kind, input and output, so the compiler checks that the
+/// producer and the workers agree. A submit returns once the job is committed, unowned; the first worker of the
+/// database that registered the kind and has a free slot claims it (a worker claims only what it can start now, so
+/// every worker shares the backlog).
+///
+/// ```swift
+/// let jobs = JobClient(store: try SQLiteTaskStore(path: "/var/lib/app/jobs.sqlite"))
+/// let id = try await jobs.submit(Resize.self, input: .init(path: "a.png", width: 200), options: .init(name: "a.png"))
+/// let later = try await jobs.submit(Report.self, input: .init(day: today), options: .init(delay: .seconds(3600)))
+/// let output = try await jobs.result(of: id, as: Resize.self)     // waits until it completes
+/// ```
+///
+/// Use one client per store and share it: it is a value that holds the store.
+public struct JobClient: Sendable {
+    /// How a client behaves.
+    public struct Configuration: Sendable {
+        /// The largest job input accepted, in bytes of JSON (16 MiB).
+        public var maxInputBytes = 16 << 20
+        /// How often a wait looks at the store's change counter (a cheap read); the job's row is read only when it
+        /// moved, and at least every second.
+        public var pollInterval: Duration = .milliseconds(25)
+        /// The clock of waits and of "now" (a delay's start); tests give one they control.
+        public var clock: any Clock<Duration> = ContinuousClock()
+
+        /// The defaults.
+        public init() {}
+    }
+
+    /// Where the jobs are stored.
+    public let store: any TaskStore
+    let backend: any TaskStoreBackend
+    let configuration: Configuration
+    let clock: TaskClock
+
+    /// A client of a SQLite database (a worker on the same host runs the jobs).
+    public init(store: SQLiteTaskStore, configuration: Configuration = .init()) {
+        self.init(backend: store, configuration: configuration)
+    }
+
+    /// A client of an in-memory store (tests; an executor on the same store runs the jobs).
+    public init(store: InMemoryTaskStore, configuration: Configuration = .init()) {
+        self.init(backend: store, configuration: configuration)
+    }
+
+    /// A client of any of the package's stores.
+    package init(backend: any TaskStoreBackend, configuration: Configuration = .init()) {
+        store = backend
+        self.backend = backend
+        self.configuration = configuration
+        clock = TaskClock(configuration.clock)
+    }
+
+    // MARK: Submitting
+
+    /// Submits a job. Returns its id once it is committed.
+    ///
+    /// - Throws: ``ProgressionError/invalidArgument(_:)`` (a run-at and a delay both given, a delay or date that cannot
+    ///   be stored), ``JobInputTooLargeError``, `EncodingError`, ``ProgressionError/duplicateID(_:)``, a store error.
+    @discardableResult
+    public func submit<Kind: JobKind>(
+        _ kind: Kind.Type, input: Kind.Input, options: JobOptions = JobOptions()
+    ) async throws -> String {
+        try await submit(kind, inputs: [input], options: { _ in options })[0]
+    }
+
+    /// Submits many jobs in one transaction: all are committed, or none. Returns their ids in the order of `inputs`
+    /// (a job whose idempotency key exists already is not added; the existing one's id is returned in its place).
+    ///
+    /// - Throws: as ``submit(_:input:options:)``.
+    @discardableResult
+    public func submit<Kind: JobKind>(
+        _ kind: Kind.Type, inputs: [Kind.Input], options: (Kind.Input) -> JobOptions = { _ in JobOptions() }
+    ) async throws -> [String] {
+        let now = clock.date()
+        var records: [TaskRecord] = []
+        records.reserveCapacity(inputs.count)
+        let identifiers = try await backend.reserveIdentifiers(max(1, inputs.count))
+        for (index, input) in inputs.enumerated() {
+            let jobOptions = options(input)
+            let data = try JobInputLimit.encode(input, kind: Kind.name, limit: configuration.maxInputBytes)
+            var taskOptions = jobOptions.options ?? Kind.options
+            if let priority = jobOptions.priority { taskOptions.priority = priority }
+            var record = TaskRecord(
+                id: jobOptions.id ?? TaskIdentifier.root(identifiers.lowerBound + Int64(index)),
+                name: jobOptions.name ?? Kind.name, kind: Kind.name, input: data,
+                idempotencyKey: jobOptions.idempotencyKey, options: taskOptions, status: .pending, createdAt: now)
+            record.nextAttemptAt = try jobOptions.runAt(now: now)
+            records.append(record)
+        }
+        return try await JobInserter(store: backend).insert(records)
+    }
+
+    // MARK: Reading
+
+    /// The job as stored now (its status, progress, result, error), or `nil`.
+    public func job(_ id: String) async throws -> TaskRecord? {
+        try await backend.task(id: id)
+    }
+
+    /// Waits until the job has finished (completed, failed or cancelled) and returns it as stored.
+    ///
+    /// - Parameters:
+    ///   - id: the job's id.
+    ///   - timeout: `nil` waits for as long as it takes.
+    /// - Throws: ``ProgressionError/notFound(taskID:)`` (or once it was removed), ``JobWaitTimeoutError``,
+    ///   `CancellationError`, a store error.
+    public func wait(for id: String, timeout: Duration? = nil) async throws -> TaskRecord {
+        let deadline = timeout.map { clock.now() + $0 }
+        var lastCounter: Int64?
+        var lastRead = Duration.zero
+        var first = true
+        while true {
+            try Task.checkCancellation()
+            let counter = try await backend.changeCounter()
+            let now = clock.now()
+            if first || counter != lastCounter || now - lastRead >= .seconds(1) {
+                first = false
+                lastCounter = counter
+                lastRead = now
+                guard let record = try await backend.task(id: id) else { throw ProgressionError.notFound(taskID: id) }
+                if record.status.isFinished { return record }
+            }
+            if let deadline, now >= deadline { throw JobWaitTimeoutError(id: id, timeout: timeout ?? .zero) }
+            try await clock.sleep(configuration.pollInterval)
+        }
+    }
+
+    /// Waits until the job completes and returns its result.
+    ///
+    /// - Throws: ``JobFailedError`` when it failed or was cancelled; as ``wait(for:timeout:)``; `DecodingError` when
+    ///   the stored result is not a `Kind.Output`.
+    public func result<Kind: JobKind>(
+        of id: String, as kind: Kind.Type, timeout: Duration? = nil
+    ) async throws -> Kind.Output where Kind.Output: Decodable {
+        let record = try await wait(for: id, timeout: timeout)
+        guard record.status == .completed else { throw JobFailedError(record) }
+        return try JSONDecoder().decode(Kind.Output.self, from: record.result ?? Data("null".utf8))
+    }
+}
+
+/// How one job is submitted: its id, name, priority, idempotency key, when it may start, its options.
+public struct JobOptions: Sendable, Hashable {
+    /// The job's id; a new short id from the store's sequence when `nil`.
+    public var id: String?
+    /// What the job is called in `progressctl` and the console; the kind's name when `nil`.
+    public var name: String?
+    /// Runs before jobs of lower priority; the options' when `nil`.
+    public var priority: Int?
+    /// A second submit with the same kind and key returns the first job's id and adds nothing.
+    public var idempotencyKey: String?
+    /// When the job may start; at once when `nil` or past. Give this or ``delay``.
+    public var runAt: Date?
+    /// How long from now until the job may start. Give this or ``runAt``.
+    public var delay: Duration?
+    /// The job's options (cancel, pause, retry, timeout); the kind's when `nil`.
+    public var options: TaskOptions?
+
+    /// Options of a submit; by default none of them.
+    public init(
+        id: String? = nil, name: String? = nil, priority: Int? = nil, idempotencyKey: String? = nil,
+        runAt: Date? = nil, delay: Duration? = nil, options: TaskOptions? = nil
+    ) {
+        self.id = id
+        self.name = name
+        self.priority = priority
+        self.idempotencyKey = idempotencyKey
+        self.runAt = runAt
+        self.delay = delay
+        self.options = options
+    }
+
+    /// The latest run-at a job may have (the end of the year 9999).
+    public static let latestRunAt = Date(timeIntervalSince1970: 253_402_300_799)
+
+    /// When the job may start given `now`: `nil` when at once.
+    ///
+    /// - Throws: ``ProgressionError/invalidArgument(_:)`` for both a run-at and a delay, a negative delay, or a time
+    ///   past ``latestRunAt``.
+    func runAt(now: Date) throws(ProgressionError) -> Date? {
+        if runAt != nil, delay != nil {
+            throw .invalidArgument("give a run-at time or a delay, not both")
+        }
+        var at = runAt
+        if let delay {
+            guard delay >= .zero else { throw .invalidArgument("a delay cannot be negative (\(delay))") }
+            let seconds = Double(delay.components.seconds) + Double(delay.components.attoseconds) / 1e18
+            guard seconds < Self.latestRunAt.timeIntervalSince(now) else {
+                throw .invalidArgument("the delay \(delay) goes past the year 9999")
+            }
+            at = now.addingTimeInterval(seconds)
+        }
+        guard let at, at > now else { return nil }
+        guard at <= Self.latestRunAt else { throw .invalidArgument("the run-at time \(at) is past the year 9999") }
+        return at.roundedToMilliseconds
+    }
+}
+
+/// A job did not complete: it failed or was cancelled.
+public struct JobFailedError: Error, Sendable, Hashable, LocalizedError, CustomStringConvertible {
+    /// The job's id.
+    public var id: String
+    /// How it ended: failed or cancelled.
+    public var status: TaskStatus
+    /// Its error, for people (`nil` when cancelled).
+    public var reason: String?
+
+    init(_ record: TaskRecord) {
+        id = record.id
+        status = record.status
+        reason = record.errorDescription
+    }
+
+    public var errorDescription: String? { description }
+    public var description: String {
+        "Job '\(id)' \(status)" + (reason.map { ": \($0)" } ?? "")
+    }
+}
+
+/// A wait for a job ran out of time before it finished.
+public struct JobWaitTimeoutError: Error, Sendable, Hashable, LocalizedError, CustomStringConvertible {
+    public var id: String
+    public var timeout: Duration
+
+    public var errorDescription: String? { description }
+    public var description: String {
+        "Job '\(id)' did not finish within \(TaskTimeoutError.format(timeout))"
+    }
+}
+
+/// A job's input is larger than the limit: it is refused and nothing is stored.
+public struct JobInputTooLargeError: Error, Sendable, Hashable, LocalizedError, CustomStringConvertible {
+    public var kind: String
+    public var bytes: Int
+    public var limit: Int
+
+    public var errorDescription: String? { description }
+    public var description: String {
+        "The input of a '\(kind)' job is \(bytes) bytes of JSON, more than the limit of \(limit) bytes: pass a "
+            + "reference to the data (a path, a URL, a key) instead of the data"
+    }
+}
+
+/// The limit on job inputs.
+enum JobInputLimit {
+    /// The input as JSON.
+    ///
+    /// - Throws: ``JobInputTooLargeError``; `EncodingError`.
+    static func encode<Input: Encodable>(_ input: Input, kind: String, limit: Int) throws -> Data {
+        let data = try JSONEncoder().encode(input)
+        guard data.count <= limit else { throw JobInputTooLargeError(kind: kind, bytes: data.count, limit: limit) }
+        return data
+    }
+}
+
+/// Inserts jobs that wait in the store, unowned, for any worker to claim: a producer's, a delayed job, a job of a
+/// kind limited across the fleet.
+struct JobInserter {
+    let store: any TaskStoreBackend
+
+    /// Inserts `records` with their creation events in one transaction. A record whose kind and idempotency key exist
+    /// already is not inserted: the existing job's id takes its place. Returns the ids in order.
+    ///
+    /// - Throws: ``ProgressionError/duplicateID(_:)`` when an id is taken; a store error.
+    func insert(_ records: [TaskRecord]) async throws -> [String] {
+        var ids: [String?] = Array(repeating: nil, count: records.count)
+        var keyed: [String: Int] = [:]
+        for attempt in 0..<3 {
+            var inserts: [TaskRecord] = []
+            var positions: [Int] = []
+            var events: [TaskEvent] = []
+            for (index, record) in records.enumerated() where ids[index] == nil {
+                if let kind = record.kind, let key = record.idempotencyKey {
+                    if let existing = try await store.root(kind: kind, idempotencyKey: key) {
+                        ids[index] = existing.id
+                        continue
+                    }
+                    let twin = kind + "\u{0}" + key
+                    if let first = keyed[twin], first != index { continue }
+                    keyed[twin] = index
+                }
+                inserts.append(record)
+                positions.append(index)
+                events.append(
+                    TaskEvent(
+                        taskID: record.id, rootID: record.id, kind: .created, at: record.createdAt, attempt: 1,
+                        message: record.name))
+                if let at = record.nextAttemptAt {
+                    events.append(
+                        TaskEvent(
+                            taskID: record.id, rootID: record.id, kind: .scheduled, at: record.createdAt, attempt: 1,
+                            message: "runs at \(at.formatted(.iso8601))"))
+                }
+            }
+            do {
+                try await store.insert(inserts, events: events)
+                for (record, index) in zip(inserts, positions) { ids[index] = record.id }
+                break
+            } catch let error as TaskStoreError where error.reason == .conflict && attempt < 2 {
+                // Another process inserted one of the keys meanwhile: read them again.
+                continue
+            } catch let error as TaskStoreError where error.reason == .conflict {
+                throw ProgressionError.duplicateID(inserts.first?.id ?? "")
+            }
+        }
+        // Twins within the batch: the first one's id.
+        for (index, record) in records.enumerated() where ids[index] == nil {
+            if let kind = record.kind, let key = record.idempotencyKey, let first = keyed[kind + "\u{0}" + key] {
+                ids[index] = ids[first]
+            }
+        }
+        return ids.map { $0 ?? "" }
+    }
+}

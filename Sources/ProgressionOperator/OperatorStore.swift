@@ -1,0 +1,149 @@
+import Foundation
+import Progression
+#if PostgreSQL
+import ProgressionPostgres
+#endif
+
+/// The store progressctl and the console work on: a SQLite file or, with the `PostgreSQL` trait, a PostgreSQL schema named by a
+/// `postgres://` URL. Commands see one concrete type whatever the database is; what only one kind of database has
+/// (SQLite's integrity check, its file) is asked through the capabilities below.
+package final class OperatorStore: TaskStoreBackend, FleetStoreForwarding {
+    /// The database as the user named it: a file's path, or a URL.
+    package let location: String
+    private let base: any TaskStoreBackend
+    /// The SQLite store, when the database is a file.
+    package let sqlite: SQLiteTaskStore?
+
+    package init(sqlite store: SQLiteTaskStore) {
+        base = store
+        sqlite = store
+        location = store.path
+    }
+
+    package init(base: any TaskStoreBackend, location: String) {
+        self.base = base
+        sqlite = nil
+        self.location = location
+    }
+
+    /// Whether the database is a file (whose identity `watch` checks while it runs).
+    package var isFile: Bool { sqlite != nil }
+
+    /// The database's own consistency check: lines of problems, `["ok"]` when there are none.
+    package func integrityCheck() async throws -> [String] {
+        if let sqlite { return try await sqlite.integrityCheck() }
+        #if PostgreSQL
+        if let postgres = base as? PostgresTaskStore { return try await postgres.integrityCheck() }
+        #endif
+        return ["ok"]
+    }
+
+    /// The migrations recorded in the database, in order.
+    package func schemaVersion() async throws -> [String] {
+        if let sqlite { return try await sqlite.schemaVersion() }
+        #if PostgreSQL
+        if let postgres = base as? PostgresTaskStore { return try await postgres.schemaVersion() }
+        #endif
+        return []
+    }
+
+    /// The database's size on disk: a SQLite file with its log, or a PostgreSQL schema's tables and indexes; 0 when
+    /// it cannot be read.
+    package func databaseBytes() async -> Int64 {
+        if let sqlite { return Self.fileBytes(sqlite.path) }
+        return (try? await base.statistics().databaseBytes) ?? 0
+    }
+
+    /// The size of a database file and its write-ahead log.
+    package static func fileBytes(_ path: String) -> Int64 {
+        [path, path + "-wal"].reduce(0) { total, file in
+            let size = (try? FileManager.default.attributesOfItem(atPath: file)[.size] as? NSNumber)?.int64Value
+            return total + (size ?? 0)
+        }
+    }
+
+    // MARK: TaskStore
+
+    package func task(id: String) async throws -> TaskRecord? { try await base.task(id: id) }
+    package func tree(of id: String) async throws -> [TaskRecord] { try await base.tree(of: id) }
+    package func roots(_ query: TaskQuery) async throws -> [TaskRecord] { try await base.roots(query) }
+    package func countRoots(_ query: TaskQuery, upTo bound: Int?) async throws -> Int {
+        try await base.countRoots(query, upTo: bound)
+    }
+    package func events(_ query: EventQuery) async throws -> [TaskEvent] { try await base.events(query) }
+    package func root(kind: String, idempotencyKey: String) async throws -> TaskRecord? {
+        try await base.root(kind: kind, idempotencyKey: idempotencyKey)
+    }
+    package func taskIDs(withPrefix prefix: String, rootsOnly: Bool, limit: Int) async throws -> [String] {
+        try await base.taskIDs(withPrefix: prefix, rootsOnly: rootsOnly, limit: limit)
+    }
+    package func statistics() async throws -> TaskStoreStatistics { try await base.statistics() }
+
+    // MARK: TaskStoreBackend
+
+    package func reserveIdentifiers(_ count: Int) async throws -> Range<Int64> { try await base.reserveIdentifiers(count) }
+    package func insert(_ tasks: [TaskRecord], events: [TaskEvent]) async throws { try await base.insert(tasks, events: events) }
+    package func apply(_ batch: TaskBatch) async throws -> TaskBatchResult { try await base.apply(batch) }
+    package func change(_ request: TaskChangeRequest) async throws -> TaskChangeResult { try await base.change(request) }
+    package func claimRoots(_ claim: RootClaim) async throws -> [ClaimedRoot] { try await base.claimRoots(claim) }
+    package func transferTree(
+        of rootID: String, ifStatusIn statuses: Set<TaskStatus>, from owner: String?, to newOwner: String?
+    ) async throws -> Bool {
+        try await base.transferTree(of: rootID, ifStatusIn: statuses, from: owner, to: newOwner)
+    }
+    package func prune(finishedBefore date: Date, statuses: Set<TaskStatus>, dryRun: Bool) async throws -> PruneResult {
+        try await base.prune(finishedBefore: date, statuses: statuses, dryRun: dryRun)
+    }
+    package func saveOwner(_ owner: OwnerRecord) async throws { try await base.saveOwner(owner) }
+    package func owners() async throws -> [OwnerRecord] { try await base.owners() }
+    package func addControlRequest(_ request: ControlRequest) async throws -> Int64 { try await base.addControlRequest(request) }
+    package func pendingControlRequests(for ownerID: String?) async throws -> [ControlRequest] {
+        try await base.pendingControlRequests(for: ownerID)
+    }
+    package func controlRequest(id: Int64) async throws -> ControlRequest? { try await base.controlRequest(id: id) }
+    package func completeControlRequest(id: Int64, outcome: String, at date: Date) async throws {
+        try await base.completeControlRequest(id: id, outcome: outcome, at: date)
+    }
+    package func changeCounter() async throws -> Int64 { try await base.changeCounter() }
+    package func maintain(_ work: StoreMaintenance) async throws { try await base.maintain(work) }
+    package func failedSteps(ofRoots ids: [String]) async throws -> [String: Int] {
+        try await base.failedSteps(ofRoots: ids)
+    }
+    package func forwardFleet<T: Sendable>(
+        writes: Bool, _ body: @Sendable (any FleetStore) async throws -> T
+    ) async throws -> T {
+        try await body(base)
+    }
+}
+
+/// `--db` and `$PROGRESSION_DB` as a PostgreSQL URL.
+package enum DatabaseURL {
+    /// Whether `location` names a PostgreSQL database rather than a file.
+    package static func isPostgres(_ location: String) -> Bool {
+        let lowered = location.lowercased()
+        return lowered.hasPrefix("postgres://") || lowered.hasPrefix("postgresql://")
+    }
+
+    /// The store of a PostgreSQL URL; never creates the schema. It connects on its first call, whose failure (no
+    /// server, no schema) is reported like any store error.
+    ///
+    /// - Throws: ``CLIError`` for a malformed URL, or when progressctl was built without PostgreSQL.
+    package static func openPostgres(_ url: String, readOnly: Bool) throws -> OperatorStore {
+        #if PostgreSQL
+        do {
+            var configuration = try PostgresTaskStore.Configuration(url: url)
+            configuration.createIfMissing = false
+            configuration.readOnly = readOnly
+            configuration.maximumConnections = 2
+            return OperatorStore(
+                base: try PostgresTaskStore.start(configuration: configuration), location: configuration.displayURL)
+        } catch let error as TaskStoreError {
+            throw CLIError(store: error)
+        }
+        #else
+        throw CLIError(
+            "'\(url.prefix(11))…' is a PostgreSQL URL, and this progressctl was built without PostgreSQL "
+                + "(build it with: swift build --traits PostgreSQL)")
+        #endif
+    }
+}

@@ -1,0 +1,242 @@
+import Foundation
+import Progression
+import ProgressionTestSupport
+import Synchronization
+import Testing
+
+/// A fleet in one process: a producer that only enqueues, and workers on connections of their own that share the
+/// backlog (issue 22). The multi-process versions run the real executables (`FleetProcessTests`).
+@Suite struct FleetTests {
+    @Test(arguments: StoreKind.allCases)
+    func aProducerEnqueuesWithoutAHandlerAndReadsTheWorkersResult(kind: StoreKind) async throws {
+        let database = try SharedDatabase(kind)
+        let producer = try database.producer()
+        // Submitted with no worker running: nothing runs it, and it waits unowned.
+        let id = try await producer.submit(Doubler.self, input: .init(n: 21), options: JobOptions(name: "twenty-one"))
+        let waiting = try #require(try await producer.job(id))
+        #expect(waiting.status == .pending && waiting.ownerID == nil && waiting.name == "twenty-one")
+        let batch = try await producer.submit(Doubler.self, inputs: (1...5).map { Doubler.Input(n: $0) })
+        #expect(batch.count == 5 && Set(batch).count == 5)
+
+        let worker = try database.worker(slots: 2)
+        try worker.register(Doubler(worker: "w1"))
+        try await worker.start()
+        let output = try await producer.result(of: id, as: Doubler.self, timeout: .seconds(30))
+        #expect(output == Doubler.Output(doubled: 42, worker: "w1"))
+        for (n, job) in zip(1...5, batch) {
+            #expect(try await producer.result(of: job, as: Doubler.self, timeout: .seconds(30)).doubled == n * 2)
+        }
+        // The result is stored with the root, as JSON.
+        let done = try #require(try await producer.job(id))
+        #expect(done.status == .completed)
+        #expect(try JSONDecoder().decode(Doubler.Output.self, from: try #require(done.result)).doubled == 42)
+        await worker.shutdown()
+    }
+
+    @Test func aProducerSubmitIsOneTransactionAndKeepsIdempotencyKeys() async throws {
+        let database = try SharedDatabase(.sqlite)
+        let producer = try database.producer()
+        let first = try await producer.submit(
+            Doubler.self, input: .init(n: 1), options: JobOptions(idempotencyKey: "one"))
+        let ids = try await producer.submit(Doubler.self, inputs: [.init(n: 1), .init(n: 2), .init(n: 2)]) { input in
+            JobOptions(idempotencyKey: input.n == 1 ? "one" : "two")
+        }
+        #expect(ids[0] == first)
+        #expect(ids[1] == ids[2] && ids[1] != first)
+        #expect(try await producer.store.countRoots(TaskQuery(kind: "double")) == 2)
+    }
+
+    @Test func badSubmissionsAreRefusedAndWriteNothing() async throws {
+        let database = try SharedDatabase(.sqlite)
+        let producer = try database.producer()
+        await #expect(throws: ProgressionError.self) {
+            try await producer.submit(
+                Doubler.self, input: .init(n: 1), options: JobOptions(runAt: Date(), delay: .seconds(1)))
+        }
+        await #expect(throws: ProgressionError.self) {
+            try await producer.submit(Doubler.self, input: .init(n: 1), options: JobOptions(delay: .seconds(-5)))
+        }
+        await #expect(throws: ProgressionError.self) {
+            try await producer.submit(
+                Doubler.self, input: .init(n: 1), options: JobOptions(delay: .seconds(Int64.max / 2)))
+        }
+        var small = JobClient.Configuration()
+        small.maxInputBytes = 64
+        let limited = JobClient(backend: try database.open(), configuration: small)
+        await #expect(throws: JobInputTooLargeError.self) {
+            try await limited.submit(Echo.self, inputs: [.init(text: "small"), .init(text: String(repeating: "x", count: 100))])
+        }
+        #expect(try await producer.store.countRoots(TaskQuery()) == 0)
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func twoWorkersShareABacklogAndEachClaimsOnlyWhatItCanStart(kind: StoreKind) async throws {
+        let database = try SharedDatabase(kind)
+        let producer = try database.producer()
+        let ids = try await producer.submit(Held.self, inputs: (0..<20).map { Held.Input(n: $0) })
+        let gate = Gate()
+        let runs = Runs()
+        let first = try database.worker(slots: 2)
+        try first.register(Held(worker: "a", gate: gate, runs: runs))
+        try await first.start()
+        try await poll("the first worker's two jobs to start") { runs.total == 2 }
+        // It holds two (its slots), not the backlog.
+        #expect(try await producer.store.census().filter { $0.ownerID == first.ownerID }.count == 2)
+        let second = try database.worker(slots: 2)
+        try second.register(Held(worker: "b", gate: gate, runs: runs))
+        try await second.start()
+        try await poll("the second worker's two jobs to start") { runs.byWorker["b"]?.count == 2 }
+        let census = try await producer.store.census()
+        #expect(census.filter { $0.ownerID == first.ownerID }.count == 2)
+        #expect(census.filter { $0.ownerID == second.ownerID }.count == 2)
+        #expect(census.filter { $0.ownerID == nil && $0.status == .pending }.count == 16)
+        gate.open()
+        for id in ids { _ = try await producer.wait(for: id, timeout: .seconds(60)) }
+        let byWorker = runs.byWorker
+        #expect(runs.total == 20, "each job ran once: \(byWorker)")
+        #expect(Set(byWorker.values.flatMap { $0 }) == Set(0..<20))
+        #expect((byWorker["a"]?.count ?? 0) >= 5 && (byWorker["b"]?.count ?? 0) >= 5, "\(byWorker)")
+        await first.shutdown()
+        await second.shutdown()
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func aPausedJobGivesItsSlotBackAndResumesIntoTheNextFreeOne(kind: StoreKind) async throws {
+        let database = try SharedDatabase(kind)
+        let worker = try database.worker(slots: 1)
+        let release = Gate()
+        let steps = Counter()
+        let long = try await worker.addTask(name: "long", options: .interactive) { context in
+            for step in 1...3 {
+                try await context.report(.step(step, of: 3))
+                steps.increment()
+                if step == 1 { await release.wait() }
+            }
+        }
+        let short = Gate()
+        let second = try await worker.addTask(name: "second", options: .interactive) { _ in await short.wait() }
+        try await poll("the long task to take the slot") { steps.count == 1 }
+        #expect(worker.snapshot(of: second)?.status == .pending)
+        // Paused: its slot goes to the second task at once.
+        try await worker.pause(taskID: long)
+        try await worker.waitForStatus(second, .running)
+        release.open()
+        // Resumed while the slot is taken: it waits for it, pending, its code still suspended.
+        try await worker.resume(taskID: long)
+        try await worker.waitForStatus(long, .pending)
+        #expect(steps.count == 1)
+        short.open()
+        let done = try await worker.finished(long)
+        #expect(done.status == .completed)
+        #expect(steps.count == 3)
+        let history = try await worker.store.events(of: long).map(\.kind)
+        #expect(history.filter { $0 == .started }.count == 1, "the same run went on: \(history)")
+        await worker.shutdown()
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func aJobWaitingForASlotIsPausedCancelledAndRemovedFromAnotherProcess(kind: StoreKind) async throws {
+        let database = try SharedDatabase(kind)
+        let producer = try database.producer()
+        let gate = Gate()
+        let runs = Runs()
+        let worker = try database.worker(slots: 1)
+        try worker.register(Held(worker: "w", gate: gate, runs: runs))
+        try await worker.start()
+        let ids = try await producer.submit(Held.self, inputs: (0..<4).map { Held.Input(n: $0) })
+        try await poll("one job to hold the slot") { runs.total == 1 }
+        // An operator's executor elsewhere (no kinds of its own): the waiting jobs are in the store, unowned.
+        let elsewhere = try database.worker(slots: 1)
+        let waiting = try await producer.store.census().filter { $0.ownerID == nil }.map(\.id).sorted()
+        #expect(waiting.count == 3)
+        try await elsewhere.pause(taskID: waiting[0])
+        try await elsewhere.cancel(taskID: waiting[1])
+        try await elsewhere.remove(taskID: waiting[1])
+        #expect(try await producer.job(waiting[0])?.status == .paused)
+        #expect(try await producer.job(waiting[1]) == nil)
+        gate.open()
+        _ = try await producer.wait(for: waiting[2], timeout: .seconds(30))
+        // The paused one stays paused until resumed, then runs.
+        #expect(try await producer.job(waiting[0])?.status == .paused)
+        try await elsewhere.resume(taskID: waiting[0])
+        #expect(try await producer.wait(for: waiting[0], timeout: .seconds(30)).status == .completed)
+        #expect(runs.total == 3 && ids.count == 4)
+        await worker.shutdown()
+        await elsewhere.shutdown()
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func aKindsLimitHoldsAcrossWorkers(kind: StoreKind) async throws {
+        let database = try SharedDatabase(kind)
+        let producer = try database.producer()
+        let ids = try await producer.submit(Limited.self, inputs: (0..<12).map { Limited.Input(n: $0) })
+        let gates = Gates()
+        let workers = try (0..<2).map { _ in try database.worker(slots: 4) }
+        for (index, worker) in workers.enumerated() {
+            try worker.register(Limited(worker: "w\(index)", gates: gates))
+            try await worker.start()
+        }
+        var most = 0
+        var finished = 0
+        while finished < ids.count {
+            // Sampled from the store: never more than the kind's limit running, whatever the slots.
+            let running = try await producer.store.census().filter { $0.status == .running }.count
+            most = max(most, running)
+            #expect(running <= Limited.maxConcurrent!)
+            try await poll("a job of the kind to run", timeout: .seconds(30)) { gates.waiting > 0 || finished >= ids.count }
+            if gates.releaseOne() { finished += 1 }
+        }
+        for id in ids { #expect(try await producer.wait(for: id, timeout: .seconds(30)).status == .completed) }
+        #expect(most == 2)
+        for worker in workers { await worker.shutdown() }
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func aPausedKindStartsNothingOnAnyWorkerUntilResumed(kind: StoreKind) async throws {
+        let database = try SharedDatabase(kind)
+        let producer = try database.producer()
+        let worker = try database.worker(slots: 2)
+        try worker.register(Doubler(worker: "w"))
+        try await worker.start()
+        try await worker.pauseKind(Doubler.name)
+        let id = try await producer.submit(Doubler.self, input: .init(n: 3))
+        await #expect(throws: JobWaitTimeoutError.self) { try await producer.wait(for: id, timeout: .milliseconds(600)) }
+        #expect(try await producer.job(id)?.status == .pending)
+        let other = try database.worker(slots: 1)
+        #expect(try await other.resumeKind(Doubler.name))
+        #expect(try await producer.result(of: id, as: Doubler.self, timeout: .seconds(30)).doubled == 6)
+        await worker.shutdown()
+        await other.shutdown()
+    }
+}
+
+/// A job kind limited to two at once across the fleet, each held until the test releases one.
+struct Limited: JobKind {
+    struct Input: Codable, Sendable { var n: Int }
+    static let name = "limited"
+    static let maxConcurrent: Int? = 2
+    let worker: String
+    let gates: Gates
+
+    func run(_ input: Input, context: any TaskContext) async throws {
+        await gates.wait()
+    }
+}
+
+/// Gates the test opens one at a time.
+final class Gates: Sendable {
+    private let state = Mutex<[CheckedContinuation<Void, Never>]>([])
+
+    func wait() async {
+        await withCheckedContinuation { continuation in state.withLock { $0.append(continuation) } }
+    }
+
+    var waiting: Int { state.withLock { $0.count } }
+
+    /// Lets the oldest waiter go; returns whether there was one.
+    func releaseOne() -> Bool {
+        let waiter = state.withLock { $0.isEmpty ? nil : $0.removeFirst() }
+        waiter?.resume()
+        return waiter != nil
+    }
+}
