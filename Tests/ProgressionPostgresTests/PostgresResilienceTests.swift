@@ -288,6 +288,44 @@ struct PostgresResilienceTests {
         await store.close()
     }
 
+    /// Writes of tasks fail (a trigger refuses them, as a full disk would) while the owners table still takes writes:
+    /// the executor renews no lease until its writes go through again, so that another host would take its roots.
+    @Test func anExecutorWhoseWritesFailRenewsNoLease() async throws {
+        let server = try Self.server()
+        defer { server.stop() }
+        let ledger = Ledger()
+        try await PostgresTaskStore.withStore(configuration: Self.configuration(server, schema: "lease")) { store in
+            let executor = try Self.executor(store, ledger: ledger)
+            try await executor.start()
+            _ = try await executor.submit("steps", input: Steps(steps: 1_000, milliseconds: 20))
+            try await poll("steps to commit", timeout: .seconds(60)) { ledger.committedCount >= 3 }
+            func heartbeat() async throws -> Date? {
+                try await store.owners().first { $0.id == executor.ownerID }?.heartbeatAt
+            }
+            _ = try server.sql(
+                """
+                CREATE FUNCTION lease.refuse() RETURNS trigger LANGUAGE plpgsql AS
+                  $$ BEGIN RAISE EXCEPTION 'no space left (test)' USING ERRCODE = '53100'; END $$;
+                CREATE TRIGGER refuse BEFORE INSERT OR UPDATE ON lease.tasks FOR EACH ROW EXECUTE FUNCTION lease.refuse();
+                """)
+            try await poll("the writer to fail", timeout: .seconds(30)) { !executor.storageHealth.isHealthy }
+            // Once failing, no heartbeat: the last one stays where it was for many heartbeat intervals (200 ms). (A
+            // heartbeat already under way when the writer failed may land first: the same value twice in a row.)
+            var last = try await heartbeat()
+            try await poll("a heartbeat under way to land", timeout: .seconds(30), every: .milliseconds(300)) {
+                let now = try await heartbeat()
+                defer { last = now }
+                return now == last
+            }
+            let quiet = await eventually(timeout: .seconds(2)) { (try? await heartbeat()) != last }
+            #expect(!quiet, "a heartbeat was written while the writer failed")
+            _ = try server.sql("DROP TRIGGER refuse ON lease.tasks")
+            try await poll("writes to succeed again", timeout: .seconds(30)) { executor.storageHealth.isHealthy }
+            try await poll("a heartbeat again", timeout: .seconds(30)) { (try? await heartbeat()) != last }
+            await executor.shutdown()
+        }
+    }
+
     /// An executor cut off from the server (a relay that stops passing bytes) while it runs jobs: the other executor
     /// takes them once its heartbeat is stale; when the link heals, its late writes are rejected, it stops that work,
     /// and it takes new work again.
