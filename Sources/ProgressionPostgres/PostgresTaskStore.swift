@@ -538,16 +538,30 @@ public final class PostgresTaskStore: TaskStoreBackend, Service {
         notify: Bool = false, pending: (@Sendable (Int64, T) -> Void)? = nil,
         _ body: @escaping @Sendable (PostgresConnection) async throws -> T
     ) async throws -> T {
+        let last = "SELECT txid_current()" + (notify ? " FROM pg_notify('\(names.channel)', '')" : "")
+        return try await write(
+            pending: pending,
+            identified: { connection in
+                let value = try await body(connection)
+                // Read last, once nothing can fail but the commit: only a commit needs to be looked up.
+                let xid = try await self.rows(last, connection: connection) { try $0.decode(Int64.self) }.first
+                return (value, xid)
+            })
+    }
+
+    /// Runs `body` in a transaction as ``write(notify:pending:_:)`` does; `body` returns its value with the
+    /// transaction's id (`txid_current()`), read in its last statement.
+    func write<T: Sendable>(
+        pending: (@Sendable (Int64, T) -> Void)? = nil,
+        identified body: @escaping @Sendable (PostgresConnection) async throws -> (T, Int64?)
+    ) async throws -> T {
         let commit = Mutex<(xid: Int64?, value: T?)>((nil, nil))
         let logger = logger
-        let last = "SELECT txid_current()" + (notify ? " FROM pg_notify('\(names.channel)', '')" : "")
         do {
             return try await withCallDeadline(configuration.callTimeout) { connection in
                 try await connection.query("BEGIN", logger: logger)
                 do {
-                    let value = try await body(connection)
-                    // Read last, once nothing can fail but the commit: only a commit needs to be looked up.
-                    let xid = try await self.rows(last, connection: connection) { try $0.decode(Int64.self) }.first
+                    let (value, xid) = try await body(connection)
                     commit.withLock {
                         $0.xid = xid
                         $0.value = value
