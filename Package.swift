@@ -18,6 +18,7 @@ let package = Package(
         .executable(name: "progression-crash-test", targets: ["progression-crash-test"]),
         .executable(name: "progression-fault-test", targets: ["progression-fault-test"]),
         .executable(name: "progression-fleet-test", targets: ["progression-fleet-test"]),
+        .executable(name: "progression-chaos-test", targets: ["progression-chaos-test"]),
         .executable(name: "progression-bench", targets: ["progression-bench"]),
         .executable(name: "progression-console-bench", targets: ["progression-console-bench"]),
         .executable(name: "progression-demo", targets: ["progression-demo"]),
@@ -113,6 +114,17 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // A throwaway PostgreSQL server on this machine (initdb, pg_ctl, runuser) for the tests, the crash and chaos
+        // tests and the bench, with what they do to it (restarts, killed backends, TCP on a given address). Not a
+        // product: it never ships with `ProgressionPostgres`. Its sources are wrapped in `#if PostgreSQL`.
+        .target(
+            name: "ProgressionPostgresTestSupport",
+            dependencies: [
+                "Progression",
+                .target(name: "ProgressionPostgres", condition: .when(traits: ["PostgreSQL"])),
+            ],
+            swiftSettings: swiftSettings
+        ),
         // What progressctl and the console share: opening a database by path or URL, reading it as `--json` shows it,
         // and changing tasks through the one control path (TaskControl). Not a product; no HTTP in it.
         .target(
@@ -158,6 +170,7 @@ let package = Package(
             dependencies: [
                 "Progression",
                 .target(name: "ProgressionPostgres", condition: .when(traits: ["PostgreSQL"])),
+                .target(name: "ProgressionPostgresTestSupport", condition: .when(traits: ["PostgreSQL"])),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
@@ -193,12 +206,30 @@ let package = Package(
             path: "tools/fleet-test",
             swiftSettings: swiftSettings
         ),
+        // Three workers on one PostgreSQL server that is restarted and whose backends are killed at random, and a
+        // network partition of one worker (network namespaces); checks that every job completes once, no worker
+        // freezes and all stop gracefully (run by .ci/run). Without the `PostgreSQL` trait it only says so.
+        .executableTarget(
+            name: "progression-chaos-test",
+            dependencies: [
+                "Progression", "ProgressionTestSupport",
+                .target(name: "ProgressionPostgres", condition: .when(traits: ["PostgreSQL"])),
+                .target(name: "ProgressionPostgresTestSupport", condition: .when(traits: ["PostgreSQL"])),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "tools/chaos-test",
+            swiftSettings: swiftSettings
+        ),
         // Measures the performance targets side by side in one run (release builds only); not part of `swift test`.
         .executableTarget(
             name: "progression-bench",
             dependencies: [
                 "Progression", "ProgressionSQLite", "CSQLite", .product(name: "Logging", package: "swift-log"),
                 .target(name: "ProgressionPostgres", condition: .when(traits: ["PostgreSQL"])),
+                .target(name: "ProgressionPostgresTestSupport", condition: .when(traits: ["PostgreSQL"])),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
             ],
             path: "Sources/progression-bench",
@@ -247,6 +278,7 @@ let package = Package(
                 .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
                 .target(name: "ProgressionPostgres", condition: .when(traits: ["PostgreSQL"])),
+                .target(name: "ProgressionPostgresTestSupport", condition: .when(traits: ["PostgreSQL"])),
             ],
             swiftSettings: swiftSettings
         ),
@@ -271,6 +303,7 @@ let package = Package(
                 "Progression", "ProgressionOperator", "ProgressionTestSupport", "progressctl",
                 .target(name: "ProgressionConsole", condition: .when(traits: ["Console"])),
                 .target(name: "ProgressionPostgres", condition: .when(traits: ["PostgreSQL"])),
+                .target(name: "ProgressionPostgresTestSupport", condition: .when(traits: ["PostgreSQL"])),
                 .product(name: "Hummingbird", package: "hummingbird", condition: .when(traits: ["Console"])),
                 .product(name: "HummingbirdTesting", package: "hummingbird", condition: .when(traits: ["Console"])),
                 .product(name: "HTTPTypes", package: "swift-http-types", condition: .when(traits: ["Console"])),
@@ -286,6 +319,7 @@ let package = Package(
             dependencies: [
                 "Progression", "ProgressionTestSupport", "progressctl", "progression-demo", "progression-crash-test",
                 .target(name: "ProgressionPostgres", condition: .when(traits: ["PostgreSQL"])),
+                .target(name: "ProgressionPostgresTestSupport", condition: .when(traits: ["PostgreSQL"])),
                 .product(name: "PostgresNIO", package: "postgres-nio", condition: .when(traits: ["PostgreSQL"])),
             ],
             swiftSettings: swiftSettings

@@ -145,7 +145,7 @@ package enum DatabaseURL {
             configuration.readOnly = readOnly
             configuration.maximumConnections = max(2, connections)
             return OperatorStore(
-                base: try PostgresTaskStore(opening: configuration), location: configuration.displayURL)
+                base: try PostgresTaskStore.start(configuration: configuration), location: configuration.displayURL)
         } catch let error as TaskStoreError {
             throw CLIError(store: error)
         }

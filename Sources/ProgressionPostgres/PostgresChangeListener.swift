@@ -12,6 +12,8 @@ final class PostgresChangeListener: Sendable {
     private struct State {
         var notifications: Int64 = 0
         var listening = false
+        /// The store is closing: a broken connection is expected, not worth a warning.
+        var closing = false
         var waiters: [CheckedContinuation<Void, Never>] = []
     }
 
@@ -47,7 +49,7 @@ final class PostgresChangeListener: Sendable {
                     }
                 }
             } catch {
-                if !Task.isCancelled, failures == 0 {
+                if !Task.isCancelled, failures == 0, !state.withLock({ $0.closing }) {
                     logger.warning(
                         "not listening for changes; polling every \(pollInterval) until it works again",
                         metadata: ["error": "\(String(reflecting: error))"])
@@ -61,6 +63,11 @@ final class PostgresChangeListener: Sendable {
         }
         setListening(false)
         resumeWaiters()
+    }
+
+    /// Notes that the store is closing (before its connections close).
+    func close() {
+        state.withLock { $0.closing = true }
     }
 
     /// Waits until the listening connection is up, at most `timeout`.

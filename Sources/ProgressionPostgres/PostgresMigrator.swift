@@ -25,13 +25,8 @@ struct PostgresMigrator {
     let location: String
 
     /// Checks the schema and applies what is pending; with `readOnly`, only checks (pending migrations are refused).
-    func prepare(client: PostgresClient, logger: Logger, create: Bool, readOnly: Bool) async throws {
-        while true {
-            let applied = try await client.withConnection { connection in
-                try await step(connection, logger: logger, create: create, readOnly: readOnly)
-            }
-            if applied == nil { return }
-        }
+    func prepare(connection: PostgresConnection, logger: Logger, create: Bool, readOnly: Bool) async throws {
+        while try await step(connection, logger: logger, create: create, readOnly: readOnly) != nil {}
     }
 
     /// Applies the next pending migration in one transaction; returns its identifier, or `nil` when none is pending.
@@ -40,6 +35,8 @@ struct PostgresMigrator {
     {
         try await connection.query("BEGIN", logger: logger)
         do {
+            // A migration may rewrite a large table: the store's statement timeout is for its calls, not for this.
+            try await connection.query("SET LOCAL statement_timeout = 0", logger: logger)
             let applied = try await stepInTransaction(connection, logger: logger, create: create, readOnly: readOnly)
             try await connection.query(applied == nil ? "ROLLBACK" : "COMMIT", logger: logger)
             return applied

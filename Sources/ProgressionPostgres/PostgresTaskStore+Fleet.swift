@@ -12,7 +12,7 @@ extension PostgresTaskStore {
         let sorted = kinds.sorted { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }
         let options = try sorted.map { try encodedOptions($0.value.options) }
         let limits = sorted.map { $0.value.maxConcurrent.map(Int64.init) ?? -1 }
-        try await write { connection in
+        try await write { [self] connection in
             try await connection.query(
                 PostgresQuery(
                     unsafeSQL: """
@@ -27,7 +27,7 @@ extension PostgresTaskStore {
     }
 
     package func registeredKinds() async throws -> [String: StoredKind] {
-        let stored = try await read { connection in
+        let stored = try await read { [self] connection in
             try await self.rows(
                 "SELECT name, options, max_concurrent FROM \(names.jobKinds) ORDER BY name", connection: connection
             ) { try $0.decode((String, String, Int?).self) }
@@ -42,7 +42,7 @@ extension PostgresTaskStore {
     }
 
     package func setKindPaused(_ kind: String, paused: Bool, at date: Date) async throws -> Bool {
-        try await write { connection in
+        try await write { [self] connection in
             let sql =
                 paused
                 ? "INSERT INTO \(names.pausedKinds) (name, paused_at) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING RETURNING 1"
@@ -56,7 +56,7 @@ extension PostgresTaskStore {
     }
 
     package func pausedKinds() async throws -> [String: Date] {
-        try await read { connection in
+        try await read { [self] connection in
             var kinds: [String: Date] = [:]
             for (name, at) in try await rows(
                 "SELECT name, paused_at FROM \(names.pausedKinds)", connection: connection,
@@ -71,7 +71,7 @@ extension PostgresTaskStore {
     // MARK: Waiting jobs
 
     package func nextWaitingTime(after date: Date) async throws -> Date? {
-        try await read { connection in
+        try await read { [self] connection in
             try await rows(
                 """
                 SELECT next_attempt_at FROM \(names.tasks)
@@ -133,7 +133,9 @@ extension PostgresTaskStore {
     package func saveSchedules(_ schedules: [ScheduleRecord], at date: Date) async throws -> [ScheduleRecord] {
         var encoded: [String: String?] = [:]
         for schedule in schedules { encoded[schedule.name] = try schedule.options.map { try encodedOptions($0) } }
-        return try await write { connection in
+        let options = encoded
+        return try await write { [self] connection in
+            let encoded = options
             var saved: [ScheduleRecord] = []
             for var schedule in schedules {
                 let stored = try await rows(
@@ -185,7 +187,7 @@ extension PostgresTaskStore {
     }
 
     package func schedules() async throws -> [ScheduleRecord] {
-        try await read { connection in
+        try await read { [self] connection in
             try await rows("SELECT \(scheduleColumns) FROM \(names.schedules) ORDER BY name", connection: connection) {
                 try self.schedule(from: $0)
             }
@@ -193,7 +195,7 @@ extension PostgresTaskStore {
     }
 
     package func dueSchedules(at date: Date, limit: Int) async throws -> [ScheduleRecord] {
-        try await read { connection in
+        try await read { [self] connection in
             try await rows(
                 """
                 SELECT \(scheduleColumns) FROM \(names.schedules) WHERE NOT paused AND next_fire_at <= $1
@@ -204,7 +206,7 @@ extension PostgresTaskStore {
     }
 
     package func earliestScheduleTick(after date: Date) async throws -> Date? {
-        try await read { connection in
+        try await read { [self] connection in
             try await rows(
                 """
                 SELECT next_fire_at FROM \(names.schedules) WHERE NOT paused AND next_fire_at > $1
@@ -215,7 +217,7 @@ extension PostgresTaskStore {
     }
 
     package func fireSchedule(_ fire: ScheduleFire) async throws -> Bool {
-        try await write { connection in
+        try await write { [self] connection in
             let moved = try await rows(
                 """
                 UPDATE \(names.schedules) SET next_fire_at = $1, last_fire_at = coalesce($2, last_fire_at),
@@ -237,7 +239,7 @@ extension PostgresTaskStore {
     package func setSchedulePaused(
         _ name: String, paused: Bool, nextFireAt: Date?, at date: Date
     ) async throws -> ScheduleRecord? {
-        try await write { connection in
+        try await write { [self] connection in
             let changed = try await rows(
                 """
                 UPDATE \(names.schedules) SET paused = $1, next_fire_at = coalesce($2, next_fire_at), updated_at = $3
@@ -251,7 +253,7 @@ extension PostgresTaskStore {
     }
 
     package func removeSchedule(_ name: String) async throws -> Bool {
-        try await write { connection in
+        try await write { [self] connection in
             let removed = try await rows(
                 "DELETE FROM \(names.schedules) WHERE name = $1 RETURNING 1", bindings(name), connection: connection
             ) { try $0.decode(Int.self) }
@@ -265,7 +267,7 @@ extension PostgresTaskStore {
     /// How many failed subtasks each of these roots has; roots without any are left out.
     public func failedSteps(ofRoots ids: [String]) async throws -> [String: Int] {
         guard !ids.isEmpty else { return [:] }
-        return try await read { connection in
+        return try await read { [self] connection in
             var counts: [String: Int] = [:]
             for (root, count) in try await rows(
                 """

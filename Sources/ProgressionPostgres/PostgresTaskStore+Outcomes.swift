@@ -8,7 +8,7 @@ extension PostgresTaskStore {
     /// `sequence`, or, without one, those at or after `date`; at most ``RootOutcomeReading/pageSize``. Costs the
     /// events read since (a bisection of the history to begin with), not the size of the history.
     package func rootOutcomes(after sequence: Int64?, since date: Date) async throws -> RootOutcomePage {
-        try await read { connection in
+        try await read { [self] connection in
             let last =
                 try await rows("SELECT coalesce(max(id), 0) FROM \(names.events)", connection: connection) {
                     try $0.decode(Int64.self)

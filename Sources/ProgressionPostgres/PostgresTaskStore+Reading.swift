@@ -6,7 +6,7 @@ import Progression
 extension PostgresTaskStore {
     /// One task, or `nil`.
     public func task(id: String) async throws -> TaskRecord? {
-        try await read { connection in
+        try await read { [self] connection in
             try await rows(
                 "SELECT \(Self.columns) FROM \(names.tasks) WHERE id = $1", bindings(id), connection: connection
             ) { try record(from: $0) }.first
@@ -15,7 +15,7 @@ extension PostgresTaskStore {
 
     /// The task and every node below it, parents before children, siblings in creation order.
     public func tree(of id: String) async throws -> [TaskRecord] {
-        try await read { connection in
+        try await read { [self] connection in
             // One snapshot for the two statements.
             try await connection.query("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", logger: logger)
             do {
@@ -31,7 +31,7 @@ extension PostgresTaskStore {
 
     /// Roots matching `query`, in its order.
     public func roots(_ query: TaskQuery) async throws -> [TaskRecord] {
-        try await read { connection in
+        try await read { [self] connection in
             var (conditions, parameters) = Self.filter(query)
             let order = query.orderClause
             parameters.append(Int64(max(0, query.limit)))
@@ -47,7 +47,7 @@ extension PostgresTaskStore {
 
     /// How many roots match `query` (its limit and offset ignored).
     public func countRoots(_ query: TaskQuery, upTo bound: Int?) async throws -> Int {
-        try await read { connection in
+        try await read { [self] connection in
             var (conditions, parameters) = Self.filter(query)
             let sql: String
             if let bound {
@@ -121,7 +121,7 @@ extension PostgresTaskStore {
     /// History matching `query`, oldest first.
     public func events(_ query: EventQuery) async throws -> [TaskEvent] {
         guard query.limit > 0 else { return [] }
-        return try await read { connection in
+        return try await read { [self] connection in
             let nodes = try await subtree(of: query.taskID, connection: connection)
             guard let top = nodes.first else { return [] }
             let ids = top.isRoot ? nil : Set(nodes.map(\.id))
@@ -164,7 +164,7 @@ extension PostgresTaskStore {
 
     /// The root whose kind and idempotency key are these, if any.
     public func root(kind: String, idempotencyKey: String) async throws -> TaskRecord? {
-        try await read { connection in
+        try await read { [self] connection in
             try await rows(
                 """
                 SELECT \(Self.columns) FROM \(names.tasks)
@@ -176,7 +176,7 @@ extension PostgresTaskStore {
 
     /// Ids of roots (or of any task) that begin with `prefix`, at most `limit`, in order.
     public func taskIDs(withPrefix prefix: String, rootsOnly: Bool, limit: Int) async throws -> [String] {
-        try await read { connection in
+        try await read { [self] connection in
             // A range on the primary key ("C" collation: byte order): prefix <= id < prefix || U+10FFFF, without
             // LIKE's wildcards.
             try await rows(
@@ -190,7 +190,7 @@ extension PostgresTaskStore {
 
     /// Counts of roots by status and kind, and the oldest pending root.
     public func statistics() async throws -> TaskStoreStatistics {
-        try await read { connection in
+        try await read { [self] connection in
             var statistics = TaskStoreStatistics()
             for (status, count) in try await rows(
                 "SELECT status, count(*) FROM \(names.tasks) WHERE parent_id IS NULL GROUP BY status",
@@ -241,7 +241,7 @@ extension PostgresTaskStore {
     }
 
     package func owners() async throws -> [OwnerRecord] {
-        try await read { connection in
+        try await read { [self] connection in
             try await rows(
                 """
                 SELECT id, host, pid, started_at, heartbeat_at, stopped_at, kinds FROM \(names.owners)
@@ -260,7 +260,7 @@ extension PostgresTaskStore {
     }
 
     package func pendingControlRequests(for ownerID: String?) async throws -> [ControlRequest] {
-        try await read { connection in
+        try await read { [self] connection in
             if let ownerID {
                 return try await rows(
                     "\(controlSelect) WHERE handled_at IS NULL AND owner_id = $1 ORDER BY id", bindings(ownerID),
@@ -274,7 +274,7 @@ extension PostgresTaskStore {
     }
 
     package func controlRequest(id: Int64) async throws -> ControlRequest? {
-        try await read { connection in
+        try await read { [self] connection in
             try await rows("\(controlSelect) WHERE id = $1", bindings(id), connection: connection) {
                 try controlRequest(from: $0)
             }.first
@@ -284,14 +284,14 @@ extension PostgresTaskStore {
     /// A number that moves whenever an executor or progressctl commits a change to the schema (its `NOTIFY`), and
     /// at least every ``Configuration/changePollInterval`` (the fallback when a notification is lost).
     package func changeCounter() async throws -> Int64 {
-        try await opened()
+        try checkNotEnded()
         return changes.counter
     }
 
     /// Checks what the schema's constraints cannot: every subtask's root and parent exist, and every event's task.
     /// Returns one line per problem, `["ok"]` when there is none (as SQLite's `PRAGMA integrity_check`).
     public func integrityCheck() async throws -> [String] {
-        try await read { connection in
+        try await read { [self] connection in
             let checks = [
                 ("subtasks whose root is missing",
                  "SELECT count(*) FROM \(names.tasks) c WHERE c.parent_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM \(names.tasks) r WHERE r.id = c.root_id AND r.parent_id IS NULL)"),
@@ -311,7 +311,7 @@ extension PostgresTaskStore {
 
     /// The migrations recorded in the schema, in order.
     public func schemaVersion() async throws -> [String] {
-        try await read { connection in
+        try await read { [self] connection in
             try await rows("SELECT identifier FROM \(names.migrations) ORDER BY identifier", connection: connection) {
                 try $0.decode(String.self)
             }
@@ -321,7 +321,7 @@ extension PostgresTaskStore {
     /// How the server runs a query (`EXPLAIN`), one line per plan node: for tests that prove an index serves a
     /// query. `sql` names tables unqualified; it runs with the store's schema first in `search_path`.
     package func queryPlan(_ sql: String, _ parameters: PostgresBindings = PostgresBindings()) async throws -> [String] {
-        try await read { connection in
+        try await read { [self] connection in
             try await connection.query("BEGIN", logger: logger)
             do {
                 try await connection.query(
@@ -344,10 +344,18 @@ extension PostgresTaskStore {
 
 #if PostgreSQL
 extension PostgresTaskStore {
+    /// Drops the store's schema with everything in it: for the benchmark's throwaway schemas on a server it did not
+    /// start.
+    package func dropSchema() async throws {
+        try await write { [self] connection in
+            try await connection.query(PostgresQuery(unsafeSQL: "DROP SCHEMA \(names.quoted) CASCADE"), logger: logger)
+        }
+    }
+
     /// How many unfinished roots `owner` holds (the unfinished roots' index by owner): for tools that watch a
     /// recovery.
     package func countUnfinishedRoots(heldBy owner: String) async throws -> Int {
-        try await read { connection in
+        try await read { [self] connection in
             Int(
                 try await rows(
                     "SELECT count(*) FROM \(names.tasks) WHERE parent_id IS NULL AND finished_at IS NULL AND owner_id = $1",

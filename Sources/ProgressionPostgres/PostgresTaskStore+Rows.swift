@@ -121,6 +121,12 @@ extension PostgresTaskStore {
     /// The values of `records` as one array per column of ``columns``, bound as `$1…$29`.
     func columnArrays(_ records: [TaskRecord]) throws -> PostgresBindings {
         var bindings = PostgresBindings(capacity: 29)
+        try appendColumnArrays(records, to: &bindings)
+        return bindings
+    }
+
+    /// Appends the values of `records` as one array per column of ``columns``.
+    func appendColumnArrays(_ records: [TaskRecord], to bindings: inout PostgresBindings) throws {
         func add<Element: PostgresArrayEncodable & PostgresNonThrowingEncodable>(_ values: [Element?]) {
             bindings.append(PostgresArray(values))
         }
@@ -153,7 +159,6 @@ extension PostgresTaskStore {
         add(records.map { $0.nextAttemptAt?.storedMilliseconds })
         add(records.map(\.total))
         add(records.map(\.rate))
-        return bindings
     }
 
     /// The SQL columns of each changeable column, with their types, in the order updates bind them.
@@ -191,11 +196,17 @@ extension PostgresTaskStore {
     /// The arrays of an update made with ``updateSQL(_:)``.
     func updateArrays(_ updates: [TaskUpdate], columns: TaskColumns) throws -> PostgresBindings {
         var bindings = PostgresBindings()
+        bindings.append(PostgresArray(updates.map { Optional($0.record.id) }))
+        try appendUpdateArrays(updates, columns: columns, to: &bindings)
+        return bindings
+    }
+
+    /// Appends one array per column of `columns` (in ``columnNames``' order) of `updates`.
+    func appendUpdateArrays(_ updates: [TaskUpdate], columns: TaskColumns, to bindings: inout PostgresBindings) throws {
         func add<Element: PostgresArrayEncodable & PostgresNonThrowingEncodable>(_ values: [Element?]) {
             bindings.append(PostgresArray(values))
         }
         let records = updates.map(\.record)
-        add(records.map { Optional($0.id) })
         if columns.contains(.status) { add(records.map { Optional($0.status.rawValue) }) }
         if columns.contains(.progress) { add(records.map(\.progress)) }
         if columns.contains(.step) { add(records.map(\.step)) }
@@ -217,7 +228,6 @@ extension PostgresTaskStore {
         if columns.contains(.total) { add(records.map(\.total)) }
         if columns.contains(.rate) { add(records.map(\.rate)) }
         if columns.contains(.options) { add(try records.map { Optional(try encodedOptions($0.options)) }) }
-        return bindings
     }
 
     /// Appends events (one statement for all).

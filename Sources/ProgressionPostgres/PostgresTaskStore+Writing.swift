@@ -2,13 +2,14 @@
 import Foundation
 import PostgresNIO
 import Progression
+import Synchronization
 
 extension PostgresTaskStore {
     // MARK: Identifiers
 
     package func reserveIdentifiers(_ count: Int) async throws -> Range<Int64> {
         precondition(count > 0, "reserve at least one identifier")
-        return try await write { connection in
+        return try await write { [self] connection in
             // A sequence hands out one value at a time; the lock makes `count` of them consecutive.
             try await connection.query(
                 PostgresQuery(
@@ -26,13 +27,12 @@ extension PostgresTaskStore {
     // MARK: The writer's batches
 
     package func insert(_ tasks: [TaskRecord], events: [TaskEvent]) async throws {
-        try await write { connection in
+        try await write(notify: true) { [self] connection in
             if !tasks.isEmpty {
                 try await connection.query(
                     PostgresQuery(unsafeSQL: insertSQL(onConflict: ""), binds: try columnArrays(tasks)), logger: logger)
             }
             try await insertEvents(events, connection: connection)
-            try await connection.query(PostgresQuery(unsafeSQL: names.notify), logger: logger)
         }
     }
 
@@ -47,11 +47,78 @@ extension PostgresTaskStore {
 
     package func apply(_ batch: TaskBatch) async throws -> TaskBatchResult {
         guard !batch.isEmpty else { return TaskBatchResult() }
-        return try await write { connection in
-            let result = try await apply(batch, connection: connection)
-            try await connection.query(PostgresQuery(unsafeSQL: names.notify), logger: logger)
-            return result
+        let batch = try await settleAmbiguousBatches(batch)
+        let inserted = Set(batch.inserts.map(\.id))
+        let events = batch.events
+        let pending: @Sendable (Int64, TaskBatchResult) -> Void = { xid, _ in
+            self.ambiguous.withLock { $0.batches.append(Ambiguous.Batch(xid: xid, inserted: inserted, events: events)) }
         }
+        if let statement = try OneStatementBatch(batch, store: self) {
+            return try await write(
+                pending: pending,
+                identified: { [self] connection in
+                    try await statement.run(connection: connection, store: self)
+                })
+        }
+        return try await write(notify: true, pending: pending) { [self] connection in
+            try await self.apply(batch, connection: connection)
+        }
+    }
+
+    /// Asks whether the batches whose commit went unanswered committed (see ``Ambiguous``) and adapts `batch`, the
+    /// executor's next one, which holds what they held: a row one of them inserted is written as an update of every
+    /// column, an event it stored is left out.
+    ///
+    /// - Throws: `.unavailable` while the server cannot say.
+    private func settleAmbiguousBatches(_ batch: TaskBatch) async throws -> TaskBatch {
+        let pending = ambiguous.withLock { $0.batches }
+        guard !pending.isEmpty else { return batch }
+        var batch = batch
+        for entry in pending {
+            guard let status = await transactionStatus(entry.xid) else {
+                throw TaskStoreError(
+                    .unavailable, path: location,
+                    message: "whether an earlier commit went through is not known yet (no answer from the server)")
+            }
+            ambiguous.withLock { $0.batches.removeAll { $0.xid == entry.xid } }
+            guard status == .committed else { continue }
+            logger.notice("a commit whose answer was lost went through", metadata: ["xid": "\(entry.xid)"])
+            var inserts: [TaskRecord] = []
+            for record in batch.inserts {
+                if entry.inserted.contains(record.id) {
+                    batch.updates.append(TaskUpdate(record, columns: .all))
+                } else {
+                    inserts.append(record)
+                }
+            }
+            batch.inserts = inserts
+            var stored: [TaskEvent: Int] = [:]
+            for event in entry.events { stored[event, default: 0] += 1 }
+            batch.events.removeAll { event in
+                guard let count = stored[event], count > 0 else { return false }
+                stored[event] = count - 1
+                return true
+            }
+        }
+        return batch
+    }
+
+    /// Asks whether the claims whose commit went unanswered committed, and returns the roots those did take.
+    ///
+    /// - Throws: `.unavailable` while the server cannot say.
+    private func settleAmbiguousClaims() async throws -> [ClaimedRoot] {
+        let pending = ambiguous.withLock { $0.claims }
+        var claimed: [ClaimedRoot] = []
+        for entry in pending {
+            guard let status = await transactionStatus(entry.xid) else {
+                throw TaskStoreError(
+                    .unavailable, path: location,
+                    message: "whether an earlier claim went through is not known yet (no answer from the server)")
+            }
+            ambiguous.withLock { $0.claims.removeAll { $0.xid == entry.xid } }
+            if status == .committed { claimed += entry.roots }
+        }
+        return claimed
     }
 
     /// Writes a batch in the open transaction. With an owner, the trees of roots that another owner holds (or that
@@ -184,7 +251,7 @@ extension PostgresTaskStore {
     package func change(_ request: TaskChangeRequest) async throws -> TaskChangeResult {
         let location = location
         // The lifecycle's refusal is the caller's to see as it is, not as a store error.
-        let outcome: Result<TaskChangeResult, ProgressionError> = try await write { connection in
+        let outcome: Result<TaskChangeResult, ProgressionError> = try await write(notify: true) { [self] connection in
             let nodes = try await subtree(of: request.taskID, connection: connection, lock: true)
             guard let before = nodes.first else {
                 throw TaskStoreError(.notFound, path: location, message: "no task with id '\(request.taskID)'")
@@ -198,14 +265,12 @@ extension PostgresTaskStore {
             }
             if case .remove = request.transition {
                 try await delete(nodes, connection: connection)
-                try await connection.query(PostgresQuery(unsafeSQL: names.notify), logger: logger)
                 return .success(TaskChangeResult(before: before, after: nil, deleted: nodes.count))
             }
             // Descendants of a cancelled task end with it; a job run now stops sleeping.
             let cascade = try TaskUpdate.cascade(of: request.transition, over: nodes.dropFirst(), at: request.at)
             let updates = [TaskUpdate(after, columns: TaskColumns.changed(from: before, to: after))] + cascade
             _ = try await apply(TaskBatch(updates: updates, events: event.map { [$0] } ?? []), connection: connection)
-            try await connection.query(PostgresQuery(unsafeSQL: names.notify), logger: logger)
             return .success(TaskChangeResult(before: before, after: after, cascaded: cascade.count))
         }
         return try outcome.get()
@@ -243,7 +308,10 @@ extension PostgresTaskStore {
         guard !claim.fromOwners.isEmpty, claim.limit > 0 else { return [] }
         let location = location
         let newOwner = claim.newOwner
-        let claimed = try await write { connection -> [ClaimedRoot] in
+        let earlier = try await settleAmbiguousClaims()
+        let claimed = try await write(pending: { xid, roots in
+            self.ambiguous.withLock { $0.claims.append(Ambiguous.Claim(xid: xid, roots: roots)) }
+        }) { [self] connection -> [ClaimedRoot] in
             // Kinds paused across the fleet, and the room of kinds with a limit: their rows in job_kinds are locked,
             // so that two claims of one kind count one after the other.
             let paused = Set(
@@ -366,7 +434,7 @@ extension PostgresTaskStore {
             }
             return chunk
         }
-        return claimed.sorted { left, right in
+        return (earlier + claimed).sorted { left, right in
             if left.priority != right.priority { return left.priority > right.priority }
             if left.createdAt != right.createdAt { return left.createdAt < right.createdAt }
             return left.id.utf8.lexicographicallyPrecedes(right.id.utf8)
@@ -377,7 +445,7 @@ extension PostgresTaskStore {
         of rootID: String, ifStatusIn statuses: Set<TaskStatus>, from owner: String?, to newOwner: String?
     ) async throws -> Bool {
         guard !statuses.isEmpty else { return false }
-        return try await write { connection in
+        return try await write { [self] connection in
             let changed = try await rows(
                 """
                 UPDATE \(names.tasks) SET owner_id = $1
@@ -395,7 +463,7 @@ extension PostgresTaskStore {
     package func prune(finishedBefore date: Date, statuses: Set<TaskStatus>, dryRun: Bool) async throws -> PruneResult {
         let finished = statuses.filter(\.isFinished).map(\.rawValue).sorted()
         guard !finished.isEmpty else { return PruneResult(roots: 0, tasks: 0) }
-        return try await write { connection in
+        return try await write { [self] connection in
             // The finished index by status and age: a root finished before `date` was created before it.
             let cutoff = date.storedMilliseconds
             let roots = try await rows(
@@ -431,7 +499,7 @@ extension PostgresTaskStore {
     // MARK: Owners and control requests
 
     package func saveOwner(_ owner: OwnerRecord) async throws {
-        try await write { connection in
+        try await write { [self] connection in
             try await connection.query(
                 PostgresQuery(
                     unsafeSQL: """
@@ -450,7 +518,8 @@ extension PostgresTaskStore {
     }
 
     package func addControlRequest(_ request: ControlRequest) async throws -> Int64 {
-        try await write { connection in
+        // The notification wakes the owner on whatever host it runs.
+        try await write(notify: true) { [self] connection in
             let id = try await rows(
                 """
                 INSERT INTO \(names.controlRequests) (task_id, action, owner_id, requested_at, handled_at, outcome)
@@ -461,20 +530,17 @@ extension PostgresTaskStore {
                     request.handledAt?.storedMilliseconds, request.outcome),
                 connection: connection
             ) { try $0.decode(Int64.self) }.first ?? 0
-            // Wakes the owner on whatever host it runs.
-            try await connection.query(PostgresQuery(unsafeSQL: names.notify), logger: logger)
             return id
         }
     }
 
     package func completeControlRequest(id: Int64, outcome: String, at date: Date) async throws {
-        try await write { connection in
+        try await write(notify: true) { [self] connection in
             try await connection.query(
                 PostgresQuery(
                     unsafeSQL: "UPDATE \(names.controlRequests) SET handled_at = $1, outcome = $2 WHERE id = $3",
                     binds: bindings(date.storedMilliseconds, outcome, id)),
                 logger: logger)
-            try await connection.query(PostgresQuery(unsafeSQL: names.notify), logger: logger)
         }
     }
 
@@ -488,12 +554,151 @@ extension PostgresTaskStore {
         case .vacuum:
             let tables = [names.tasks, names.events, names.controlRequests, names.owners]
             let logger = logger
-            try await read { (connection: PostgresConnection) -> Void in
+            // Housekeeping off the commit path, which may take long on a big table: no statement timeout.
+            try await read(timeout: .seconds(3_600)) { (connection: PostgresConnection) -> Void in
+                try await connection.query("SET statement_timeout = 0", logger: logger)
                 for table in tables {
                     try await connection.query(PostgresQuery(unsafeSQL: "VACUUM (ANALYZE) \(table)"), logger: logger)
                 }
+                try await connection.query("RESET statement_timeout", logger: logger)
+                    }
+        }
+    }
+}
+
+/// An executor's batch as one statement (plus `BEGIN` and `COMMIT`): the fencing lock of its roots, its inserts, its
+/// updates (every changeable column, each written only where the update's column set has it), its events, and the
+/// transaction's id and notification, in data-modifying `WITH` queries that see one snapshot. Three round trips
+/// where the statement-by-statement path takes six to eight: a batch holds every job in flight, so its latency is
+/// what a job waits for at each commit.
+///
+/// It takes a batch with an owner whose rows appear once each (an update cannot see a row inserted by the same
+/// statement); any other batch goes statement by statement (``PostgresTaskStore/apply(_:connection:)``), with the same
+/// outcome.
+struct OneStatementBatch: Sendable {
+    let sql: String
+    let bindings: PostgresBindings
+    let batch: TaskBatch
+    /// Roots inserted by the batch: their trees need no check.
+    let newRoots: Set<String>
+
+    /// The statement of `batch`, or `nil` when it must go statement by statement.
+    init?(_ batch: TaskBatch, store: PostgresTaskStore) throws {
+        guard let owner = batch.owner else { return nil }
+        var seen: Set<String> = []
+        for record in batch.inserts where !seen.insert(record.id).inserted { return nil }
+        for update in batch.updates where !seen.insert(update.record.id).inserted { return nil }
+        self.batch = batch
+        let newRoots = Set(batch.inserts.lazy.filter(\.isRoot).map(\.id))
+        self.newRoots = newRoots
+        var roots: Set<String> = []
+        for record in batch.inserts where !record.isRoot && !newRoots.contains(record.rootID) { roots.insert(record.rootID) }
+        for update in batch.updates where !newRoots.contains(update.record.rootID) { roots.insert(update.record.rootID) }
+        let names = store.names
+
+        var bindings = PostgresBindings()
+        func add<Element: PostgresArrayEncodable & PostgresNonThrowingEncodable>(_ values: [Element?]) {
+            bindings.append(PostgresArray(values))
+        }
+        bindings.append(owner)
+        add(roots.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }.map(Optional.init))
+        add(newRoots.sorted().map(Optional.init))
+        // $4, $5: roots queued unowned in the writer's memory, taken only while still unowned with the status it read.
+        let guarded = batch.updates.compactMap { update in update.unownedWithStatus.map { (update.record.id, $0.rawValue) } }
+        add(guarded.map { Optional($0.0) })
+        add(guarded.map { Optional($0.1) })
+        // $6…: the inserts, one array per column.
+        let insertSources = PostgresTaskStore.columnTypes.enumerated().map { "$\($0.offset + 6)::\($0.element)[]" }
+        try store.appendColumnArrays(batch.inserts, to: &bindings)
+        var next = 6 + PostgresTaskStore.columnTypes.count
+        func parameter(_ type: String) -> String {
+            defer { next += 1 }
+            return "$\(next)::\(type)[]"
+        }
+        // The updates: id, root, the column set as a mask, then every changeable column.
+        let records = batch.updates.map(\.record)
+        var updateSources = [parameter("text"), parameter("text"), parameter("int4")]
+        var updateAliases = ["id", "root_id", "mask"]
+        add(records.map { Optional($0.id) })
+        add(records.map { Optional($0.rootID) })
+        add(batch.updates.map { Optional(Int32(bitPattern: $0.columns.rawValue)) })
+        var assignments: [String] = []
+        for (column, parts) in PostgresTaskStore.columnNames {
+            for part in parts {
+                updateSources.append(parameter(part.type))
+                updateAliases.append(part.name)
+                assignments.append(
+                    "\(part.name) = CASE WHEN (u.mask & \(column.rawValue)) <> 0 THEN u.\(part.name) ELSE t.\(part.name) END")
             }
         }
+        try store.appendUpdateArrays(batch.updates, columns: .all, to: &bindings)
+        // The events, in their order.
+        let events = batch.events
+        let eventSources = ["text", "text", "text", "int8", "int4", "float8", "text", "text"].map(parameter)
+        add(events.map { Optional($0.taskID) })
+        add(events.map { Optional($0.rootID) })
+        add(events.map { Optional($0.kind.rawValue) })
+        add(events.map { Optional($0.at.storedMilliseconds) })
+        add(events.map { Optional(Int32(clamping: $0.attempt)) })
+        add(events.map(\.progress))
+        add(events.map(\.message))
+        add(events.map(\.errorType))
+        let insertIDs = parameter("text")
+        add(batch.inserts.map { Optional($0.id) })
+
+        sql = """
+            WITH held AS MATERIALIZED (
+              SELECT id FROM \(names.tasks) WHERE id = ANY($2::text[]) AND parent_id IS NULL
+                AND CASE WHEN id = ANY($4::text[])
+                  THEN owner_id IS NULL AND (id, status) IN (SELECT * FROM unnest($4::text[], $5::text[]))
+                  ELSE owner_id = $1 END
+              ORDER BY id FOR NO KEY UPDATE),
+            allowed AS MATERIALIZED (SELECT id FROM held UNION ALL SELECT unnest($3::text[])),
+            ins AS (
+              INSERT INTO \(names.tasks) (\(PostgresTaskStore.columns))
+              SELECT * FROM unnest(\(insertSources.joined(separator: ", "))) AS v(\(PostgresTaskStore.columns))
+              WHERE v.root_id IN (SELECT id FROM allowed)
+              ON CONFLICT DO NOTHING RETURNING id),
+            upd AS (
+              UPDATE \(names.tasks) AS t SET \(assignments.joined(separator: ", "))
+              FROM unnest(\(updateSources.joined(separator: ", "))) AS u(\(updateAliases.joined(separator: ", ")))
+              WHERE t.id = u.id AND u.root_id IN (SELECT id FROM allowed)
+              RETURNING t.id),
+            ev AS (
+              INSERT INTO \(names.events) (task_id, root_id, kind, at, attempt, progress, message, error_type)
+              SELECT e.task_id, e.root_id, e.kind, e.at, e.attempt, e.progress, e.message, e.error_type
+              FROM unnest(\(eventSources.joined(separator: ", "))) WITH ORDINALITY
+                AS e(task_id, root_id, kind, at, attempt, progress, message, error_type, n)
+              WHERE NOT (e.task_id = ANY(\(insertIDs)) AND e.task_id NOT IN (SELECT id FROM ins))
+                AND NOT (e.task_id = ANY(\(updateSources[0])) AND e.task_id NOT IN (SELECT id FROM upd))
+              ORDER BY e.n)
+            SELECT (SELECT coalesce(array_agg(id), '{}') FROM held), (SELECT coalesce(array_agg(id), '{}') FROM ins),
+              (SELECT coalesce(array_agg(id), '{}') FROM upd), txid_current()
+            FROM pg_notify('\(names.channel)', '')
+            """
+        self.bindings = bindings
+    }
+
+    /// Runs the statement in the open transaction; returns what the batch did not write, and the transaction's id.
+    func run(connection: PostgresConnection, store: PostgresTaskStore) async throws -> (TaskBatchResult, Int64?) {
+        let rows = try await store.rows(sql, bindings, connection: connection) {
+            try $0.decode(([String], [String], [String], Int64).self)
+        }
+        guard let (held, inserted, updated, xid) = rows.first else { return (TaskBatchResult(), nil) }
+        let allowed = Set(held).union(newRoots)
+        let insertedIDs = Set(inserted)
+        let updatedIDs = Set(updated)
+        var rejected: [String] = []
+        var conflicting: [String] = []
+        for record in batch.inserts {
+            if !allowed.contains(record.rootID) {
+                rejected.append(record.id)
+            } else if !insertedIDs.contains(record.id) {
+                conflicting.append(record.id)
+            }
+        }
+        for update in batch.updates where !updatedIDs.contains(update.record.id) { rejected.append(update.record.id) }
+        return (TaskBatchResult(rejectedTaskIDs: rejected, conflictingTaskIDs: conflicting), xid)
     }
 }
 #endif

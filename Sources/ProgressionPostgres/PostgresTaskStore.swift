@@ -4,6 +4,7 @@ import Logging
 import NIOCore
 import PostgresNIO
 import Progression
+import ServiceLifecycle
 import Synchronization
 
 /// The ``TaskStore`` on PostgreSQL: several executors on several hosts share one database.
@@ -18,18 +19,34 @@ import Synchronization
 /// transaction with a record and a checksum; a schema written by a newer version, or one that holds tables but no
 /// Progression records, is refused and left untouched.
 ///
+/// The store is a `Service` (swift-service-lifecycle): creating it opens nothing; ``run()`` runs its connection pool and
+/// its `LISTEN` connection, opens the schema, and returns on a graceful shutdown (or when cancelled, or on ``close()``).
+/// Calls made before it is open wait for it. Put it before the executor in a `ServiceGroup`, which stops services in
+/// reverse order, so that the executor's last writes go out before the store closes:
+///
 /// ```swift
 /// import Progression
 /// import ProgressionPostgres
+/// import ServiceLifecycle
 ///
-/// let store = try await PostgresTaskStore(url: "postgres://jobs@db.internal:5432/batch?schema=progression")
+/// let store = try PostgresTaskStore(url: "postgres://jobs@db.internal:5432/batch?schema=progression")
 /// let executor = TaskExecutor(store: store)
+/// let group = ServiceGroup(services: [store, executor], gracefulShutdownSignals: [.sigterm], logger: logger)
+/// try await group.run()
 /// ```
 ///
-/// The store runs a small connection pool (``Configuration/maximumConnections``, one of them kept for `LISTEN`);
-/// ``close()`` ends it. Commits are PostgreSQL's: with the server's default `synchronous_commit=on`, a commit that
-/// returned survives a crash of the server.
-public final class PostgresTaskStore: TaskStoreBackend {
+/// Or, for a script or a tool, ``withStore(configuration:logger:_:)`` runs it around a closure.
+///
+/// **When the server goes away.** Every call has a deadline (``Configuration/callTimeout``): a call that gets no
+/// connection, or no answer, in time fails with `.unavailable` (transient) and its connection is closed, so a
+/// restarted server, a killed backend or a dropped or cut connection never holds a caller; the pool opens new
+/// connections once the server answers again, and `LISTEN` listens again. A commit whose answer was lost is looked up
+/// (`txid_status`) before it is reported: one that went through counts as done, never as failed and written twice.
+/// Server-side timeouts end what a client cut off from the server left open (its transaction and its locks).
+///
+/// Commits are PostgreSQL's: with the server's default `synchronous_commit=on`, a commit that returned survives a
+/// crash of the server.
+public final class PostgresTaskStore: TaskStoreBackend, Service {
     /// How the store connects and where its tables live.
     public struct Configuration: Sendable {
         /// How the connection is encrypted.
@@ -70,6 +87,16 @@ public final class PostgresTaskStore: TaskStoreBackend {
         /// The fallback of `LISTEN`/`NOTIFY`: ``TaskStoreBackend/changeCounter()`` moves at least this often, so a
         /// poller looks again even when a notification was lost (a reconnect).
         public var changePollInterval: Duration = .seconds(1)
+        /// The deadline of every call: getting a connection, its statements and its commit. A call past it fails with
+        /// ``TaskStoreError/Reason/unavailable`` and its connection is closed. The server ends a statement that runs
+        /// longer (`statement_timeout`) and a session left idle inside a transaction for longer than twice this
+        /// (`idle_in_transaction_session_timeout`), which frees the locks of a client cut off from it.
+        public var callTimeout: Duration = .seconds(10)
+        /// The deadline of opening the store: connecting, checking the schema and applying its migrations (which may
+        /// rewrite large tables: their statements have no statement timeout).
+        public var openTimeout: Duration = .seconds(120)
+        /// The `application_name` of the store's sessions (what `pg_stat_activity` shows).
+        public var applicationName = "progression"
 
         /// A configuration for a server on TCP.
         public init(host: String, port: Int = 5432, username: String, password: String? = nil, database: String?) {
@@ -120,45 +147,39 @@ public final class PostgresTaskStore: TaskStoreBackend {
     let logger: Logger
     let names: PostgresNames
     let changes: PostgresChangeListener
-    private let runTask: Task<Void, Never>
-    private let listenTask: Task<Void, Never>
-    private let readyTask: Task<Void, any Error>
     let encoder: JSONEncoder
     let decoder = JSONDecoder()
     /// Tasks share a few option sets: their JSON is encoded once.
     let encodedOptionsCache = Mutex<[TaskOptions: String]>([:])
+    /// Whether the store runs, and who waits for it to be open.
+    private let lifecycle = Mutex(Lifecycle())
+    /// Ends ``run()``: a graceful shutdown, a cancellation or ``close()``.
+    private let stopSignal = StopSignal()
+    /// Writes whose commit was sent but not answered, not known yet to have committed (see ``Ambiguous``).
+    let ambiguous = Mutex(Ambiguous())
 
-    /// Connects, creates the schema when missing and migrates it, and starts listening for changes.
-    ///
-    /// - Throws: ``TaskStoreError``: `.cannotOpen` (no server, a refused login, a missing database, a bad schema name,
-    ///   or, without ``Configuration/createIfMissing``, a missing schema), `.foreignDatabase` (the schema holds tables
-    ///   but no Progression records), `.schemaTooNew` (migrations this binary does not know), `.corrupt` (a migration
-    ///   whose checksum differs). The schema is left as it was.
-    public convenience init(
-        configuration: Configuration, logger: Logger = Logger(label: "progression.postgres")
-    ) async throws {
-        try self.init(opening: configuration, logger: logger)
-        do {
-            try await opened()
-        } catch {
-            await close()
-            throw error
+    private struct Lifecycle {
+        enum Phase {
+            /// Created; ``run()`` not called yet.
+            case idle
+            /// ``run()`` connects and migrates.
+            case opening
+            case open
+            /// The opening failed, or the store closed: calls fail with this.
+            case ended(TaskStoreError)
         }
+
+        var phase = Phase.idle
+        var waiters: [Int: CheckedContinuation<Void, any Error>] = [:]
+        var nextWaiter = 0
+        /// The run started by ``start(configuration:logger:)``, which ``close()`` ends.
+        var ownedRun: Task<Void, Never>?
     }
 
-    /// Opens the store at a `postgres://` URL (see ``Configuration/init(url:)``).
-    ///
-    /// - Throws: as ``init(configuration:logger:)``, and `.cannotOpen` for a malformed URL.
-    public convenience init(url: String, logger: Logger = Logger(label: "progression.postgres")) async throws {
-        try await self.init(configuration: Configuration(url: url), logger: logger)
-    }
-
-    /// Starts opening the store in the background (connecting, migrating, listening) and returns at once: every call
-    /// waits for the opening first, and fails with its error when it failed. For callers that cannot wait here
-    /// (a synchronous factory); ``init(configuration:logger:)`` waits and throws at once.
+    /// Creates the store; nothing connects until ``run()``.
     ///
     /// - Throws: ``TaskStoreError`` (`.cannotOpen`) for a schema name that is not allowed.
-    package init(opening configuration: Configuration, logger: Logger = Logger(label: "progression.postgres")) throws {
+    public init(configuration: Configuration, logger: Logger = Logger(label: "progression.postgres")) throws {
         self.configuration = configuration
         self.logger = logger
         let names = try PostgresNames(schema: configuration.schema)
@@ -166,49 +187,234 @@ public final class PostgresTaskStore: TaskStoreBackend {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         self.encoder = encoder
-        let client = PostgresClient(configuration: Self.clientConfiguration(configuration), backgroundLogger: logger)
-        self.client = client
-        runTask = Task { await client.run() }
-        let changes = PostgresChangeListener(pollInterval: configuration.changePollInterval)
-        self.changes = changes
-        listenTask = Task { await changes.listen(client: client, channel: names.channel, logger: logger) }
-        let location = configuration.displayURL
-        readyTask = Task {
+        client = PostgresClient(configuration: Self.clientConfiguration(configuration), backgroundLogger: logger)
+        changes = PostgresChangeListener(pollInterval: configuration.changePollInterval)
+    }
+
+    /// Creates the store of a `postgres://` URL (see ``Configuration/init(url:)``); nothing connects until ``run()``.
+    ///
+    /// - Throws: ``TaskStoreError`` (`.cannotOpen`) for a malformed URL or a schema name that is not allowed.
+    public convenience init(url: String, logger: Logger = Logger(label: "progression.postgres")) throws {
+        try self.init(configuration: Configuration(url: url), logger: logger)
+    }
+
+    /// Runs the store around `body`: connects, creates the schema when missing and migrates it, listens for changes,
+    /// calls `body`, and closes the store when `body` returns or throws.
+    ///
+    /// ```swift
+    /// let failed = try await PostgresTaskStore.withStore(url: "postgres://jobs@db/batch") { store in
+    ///     try await store.roots(TaskQuery(statuses: [.failed]))
+    /// }
+    /// ```
+    ///
+    /// - Throws: the opening's ``TaskStoreError`` (see ``run()``), or `body`'s error.
+    public static func withStore<T: Sendable>(
+        configuration: Configuration, logger: Logger = Logger(label: "progression.postgres"),
+        _ body: (PostgresTaskStore) async throws -> T
+    ) async throws -> T {
+        let store = try PostgresTaskStore(configuration: configuration, logger: logger)
+        return try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await store.run() }
+            defer { store.stopSignal.fire() }
             do {
-                try await PostgresMigrator(names: names, migrations: PostgresMigration.embedded, location: location)
-                    .prepare(
-                        client: client, logger: logger, create: configuration.createIfMissing,
-                        readOnly: configuration.readOnly)
+                try await store.opened()
             } catch {
-                throw Self.storeError(error, location: location)
+                // The run's own error (the opening's) says more than a waiter's.
+                store.stopSignal.fire()
+                try await group.waitForAll()
+                throw error
             }
-            // A control request written right after the store opened must not wait for the poll: the listener is up
-            // before the store is used (or the poll covers it when it cannot start).
-            await changes.waitUntilListening(timeout: configuration.connectTimeout)
+            let value = try await body(store)
+            store.stopSignal.fire()
+            try await group.waitForAll()
+            return value
         }
     }
 
-    /// Waits until the store is open.
+    /// Runs the store around `body` (see ``withStore(configuration:logger:_:)``).
+    public static func withStore<T: Sendable>(
+        url: String, logger: Logger = Logger(label: "progression.postgres"), _ body: (PostgresTaskStore) async throws -> T
+    ) async throws -> T {
+        try await withStore(configuration: Configuration(url: url), logger: logger, body)
+    }
+
+    /// Runs the store: its connection pool and its `LISTEN` connection; opens the schema (creating it when missing and
+    /// migrating it); then serves calls until a graceful shutdown, the cancellation of the calling task, or
+    /// ``close()``. Calls fail once it returned.
     ///
-    /// - Throws: the error of the opening.
+    /// - Throws: ``TaskStoreError``: `.cannotOpen` (no server, a refused login, a missing database, or, without
+    ///   ``Configuration/createIfMissing``, a missing schema), `.foreignDatabase` (the schema holds tables but no
+    ///   Progression records), `.schemaTooNew` (migrations this binary does not know), `.corrupt` (a migration whose
+    ///   checksum differs). The schema is left as it was. Also when the store runs already or ran before.
+    public func run() async throws {
+        try lifecycle.withLock { state throws(TaskStoreError) in
+            guard case .idle = state.phase else {
+                throw TaskStoreError(.other, path: location, message: "the store runs already, or ran before")
+            }
+            state.phase = .opening
+        }
+        let client = client
+        let changes = changes
+        let names = names
+        let logger = logger
+        var outcome: TaskStoreError = TaskStoreError(.cannotOpen, path: location, message: "the store was closed")
+        do {
+            try await withGracefulShutdownHandler {
+                try await withTaskCancellationHandler {
+                    try await withThrowingDiscardingTaskGroup { group in
+                        group.addTask { await client.run() }
+                        group.addTask { await changes.listen(client: client, channel: names.channel, logger: logger) }
+                        try await self.open()
+                        self.setOpen()
+                        // A control request written right after the store opened must not wait for the poll: the
+                        // listener is up before the store is used (or the poll covers it when it cannot start).
+                        await changes.waitUntilListening(timeout: self.configuration.connectTimeout)
+                        await self.stopSignal.wait()
+                        changes.close()
+                        group.cancelAll()
+                    }
+                } onCancel: {
+                    self.stopSignal.fire()
+                }
+            } onGracefulShutdown: {
+                self.stopSignal.fire()
+            }
+        } catch {
+            outcome = Self.storeError(error, location: location)
+            end(outcome)
+            throw outcome
+        }
+        end(outcome)
+    }
+
+    /// Connects and migrates, within the open timeout.
+    private func open() async throws {
+        let migrator = PostgresMigrator(names: names, migrations: PostgresMigration.embedded, location: location)
+        let configuration = configuration
+        try await withCallDeadline(configuration.openTimeout, opening: true) { connection in
+            try await migrator.prepare(
+                connection: connection, logger: self.logger, create: configuration.createIfMissing,
+                readOnly: configuration.readOnly)
+        }
+    }
+
+    /// Opens the store in a task of its own, for tools that cannot run it in a structured way (a synchronous
+    /// factory); ``close()`` ends it. Calls wait for the opening and fail with its error.
+    package static func start(
+        configuration: Configuration, logger: Logger = Logger(label: "progression.postgres")
+    ) throws -> PostgresTaskStore {
+        let store = try PostgresTaskStore(configuration: configuration, logger: logger)
+        let task = Task { _ = try? await store.run() }
+        store.lifecycle.withLock { $0.ownedRun = task }
+        return store
+    }
+
+    /// Opens the store in a task of its own and waits until it is open (see ``start(configuration:logger:)``).
+    package static func started(
+        configuration: Configuration, logger: Logger = Logger(label: "progression.postgres")
+    ) async throws -> PostgresTaskStore {
+        let store = try start(configuration: configuration, logger: logger)
+        do {
+            try await store.opened()
+        } catch {
+            await store.close()
+            throw error
+        }
+        return store
+    }
+
+    /// Ends ``run()`` (its connections close); later calls fail. Returns once a run started by the store itself
+    /// ended; a run started by the caller ends in the caller's task.
+    public func close() async {
+        stopSignal.fire()
+        let (owned, waiters) = lifecycle.withLock { state in
+            if case .idle = state.phase {
+                state.phase = .ended(TaskStoreError(.cannotOpen, path: location, message: "the store was closed"))
+            }
+            guard case .ended = state.phase else { return (state.ownedRun, [CheckedContinuation<Void, any Error>]()) }
+            defer { state.waiters = [:] }
+            return (state.ownedRun, Array(state.waiters.values))
+        }
+        let error = TaskStoreError(.cannotOpen, path: location, message: "the store was closed")
+        for waiter in waiters { waiter.resume(throwing: error) }
+        await owned?.value
+    }
+
+    private func setOpen() {
+        let waiters = lifecycle.withLock { state in
+            state.phase = .open
+            defer { state.waiters = [:] }
+            return Array(state.waiters.values)
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    private func end(_ error: TaskStoreError) {
+        let waiters = lifecycle.withLock { state in
+            if case .ended = state.phase {} else { state.phase = .ended(error) }
+            defer { state.waiters = [:] }
+            return Array(state.waiters.values)
+        }
+        for waiter in waiters { waiter.resume(throwing: error) }
+    }
+
+    /// Waits until the store is open (cancellable).
+    ///
+    /// - Throws: the error of the opening, or of a store that closed.
     func opened() async throws {
-        try await readyTask.value
+        let id = lifecycle.withLock { state in
+            defer { state.nextWaiter += 1 }
+            return state.nextWaiter
+        }
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                let now: Result<Void, any Error>? = lifecycle.withLock { state in
+                    switch state.phase {
+                    case .open: return .success(())
+                    case .ended(let error): return .failure(error)
+                    case .idle, .opening:
+                        if Task.isCancelled { return .failure(CancellationError()) }
+                        state.waiters[id] = continuation
+                        return nil
+                    }
+                }
+                if let now { continuation.resume(with: now) }
+            }
+        } onCancel: {
+            let waiter = lifecycle.withLock { $0.waiters.removeValue(forKey: id) }
+            waiter?.resume(throwing: CancellationError())
+        }
+    }
+
+    /// Throws the error of a store whose opening failed or that closed.
+    func checkNotEnded() throws {
+        try lifecycle.withLock { state throws(TaskStoreError) in
+            if case .ended(let error) = state.phase { throw error }
+        }
+    }
+
+    /// Why a call found no open store, for its error.
+    private var notOpenReason: TaskStoreError {
+        lifecycle.withLock { state in
+            switch state.phase {
+            case .idle:
+                TaskStoreError(
+                    .cannotOpen, path: location,
+                    message: "the store is not running: run it (run() in a ServiceGroup, or PostgresTaskStore.withStore)")
+            case .opening:
+                TaskStoreError(
+                    .unavailable, path: location,
+                    message: "no connection to the server within \(configuration.openTimeout + configuration.callTimeout) (still opening)")
+            case .open:
+                TaskStoreError(
+                    .unavailable, path: location, message: "no answer from the server within \(configuration.callTimeout)")
+            case .ended(let error): error
+            }
+        }
     }
 
     deinit {
-        readyTask.cancel()
-        listenTask.cancel()
-        runTask.cancel()
-    }
-
-    /// Closes the store's connections. Later calls fail.
-    public func close() async {
-        readyTask.cancel()
-        listenTask.cancel()
-        runTask.cancel()
-        _ = await readyTask.result
-        await listenTask.value
-        await runTask.value
+        stopSignal.fire()
     }
 
     /// The server and schema, for messages.
@@ -235,7 +441,18 @@ public final class PostgresTaskStore: TaskStoreBackend {
         client.options.minimumConnections = 0
         client.options.connectTimeout = configuration.connectTimeout
         client.options.connectionIdleTimeout = .seconds(60)
-        var parameters = [("application_name", "progression")]
+        let components = configuration.callTimeout.components
+        let timeout = max(1, Int(components.seconds * 1_000 + components.attoseconds / 1_000_000_000_000_000))
+        var parameters = [
+            ("application_name", configuration.applicationName),
+            // What the server ends on its own: a statement past the call's deadline, and a transaction whose client
+            // went silent (a cut link): its locks would hold every other executor's claims and writes of those rows.
+            ("statement_timeout", "\(timeout)"),
+            ("idle_in_transaction_session_timeout", "\(2 * timeout)"),
+            // A TCP peer that stopped answering is dropped within seconds, not hours (ignored on a Unix socket).
+            ("tcp_keepalives_idle", "5"), ("tcp_keepalives_interval", "2"), ("tcp_keepalives_count", "3"),
+            ("tcp_user_timeout", "\(timeout)"),
+        ]
         if configuration.readOnly { parameters.append(("default_transaction_read_only", "on")) }
         client.options.additionalStartupParameters = parameters
         return client
@@ -243,87 +460,196 @@ public final class PostgresTaskStore: TaskStoreBackend {
 
     // MARK: Running SQL
 
-    /// Runs `body` on one connection in a transaction: committed when it returns, rolled back when it throws (the
-    /// error rethrown as a ``TaskStoreError``).
+    /// Runs `body` on one connection within ``Configuration/callTimeout`` (getting the connection included). Past the
+    /// deadline the connection is closed (which fails its statement at once; the pool opens another) and the call
+    /// fails with `.unavailable`; a cancelled call ends the same way.
+    ///
+    /// The caller is resumed by the deadline itself, not by the end of `body`: a statement written to a connection
+    /// the server had just closed can wait for an answer that never comes (postgres-nio fails it only if its
+    /// channel handler still sees it), and such a call must not hold its caller. `body` then ends on its own, or
+    /// never; its connection is closed either way, so no commit can follow a deadline.
+    private func withCallDeadline<T: Sendable>(
+        _ timeout: Duration, opening: Bool = false, _ body: @escaping @Sendable (PostgresConnection) async throws -> T
+    ) async throws -> T {
+        let slot = ConnectionSlot()
+        let outcome = CallOutcome<T>()
+        let client = client
+        // A call made while the store opens waits for the opening, which has a deadline of its own (a loaded server
+        // creating many schemas at once can take longer than a call's): the call's starts after it.
+        let waitsForOpening = !opening && lifecycle.withLock { state in
+            if case .open = state.phase { false } else { true }
+        }
+        let deadline = waitsForOpening ? configuration.openTimeout + timeout : timeout
+        let work = Task {
+            do {
+                if !opening { try await self.opened() }
+                let value = try await client.withConnection { connection in
+                    guard slot.attach(connection) else { throw CallDeadlineExceeded() }
+                    defer { slot.detach() }
+                    return try await body(connection)
+                }
+                outcome.finish(.success(value))
+            } catch {
+                outcome.finish(.failure(error))
+            }
+        }
+        let timer = Task {
+            do { try await Task.sleep(for: deadline) } catch { return }
+            // A connection in use is closed (its statement fails at once) before the caller learns of the deadline,
+            // so that nothing is committed after it; a wait for a connection is cancelled.
+            _ = slot.expire()
+            outcome.finish(.failure(CallDeadlineExceeded()))
+            work.cancel()
+        }
+        let result = await withTaskCancellationHandler {
+            await outcome.wait()
+        } onCancel: {
+            // The call itself is cancelled (a shutdown): a statement in flight is not waited for.
+            _ = slot.expire()
+            outcome.finish(.failure(CancellationError()))
+            work.cancel()
+        }
+        timer.cancel()
+        switch result {
+        case .success(let value):
+            return value
+        case .failure(let error) where error is CallDeadlineExceeded:
+            throw expiredError(opening: opening)
+        case .failure(let error):
+            throw error
+        }
+    }
+
+    private func expiredError(opening: Bool) -> TaskStoreError {
+        if opening {
+            return TaskStoreError(
+                .cannotOpen, path: location,
+                message: "no answer from the server within \(configuration.openTimeout)")
+        }
+        return notOpenReason
+    }
+
+    /// Runs `body` on one connection in a transaction, within the call's deadline: committed when it returns, rolled
+    /// back when it throws (the error rethrown as a ``TaskStoreError``).
+    ///
+    /// When the connection is lost after the `COMMIT` was sent (a killed backend, a restart, a cut link), whether the
+    /// transaction committed is looked up (`txid_status`) on another connection: the value is returned when it did.
+    /// When that cannot be known yet (the server is down), `pending` is called with the transaction id before the
+    /// `.unavailable` error is thrown, so that a caller can look again later (see ``Ambiguous``).
+    ///
+    /// With `notify`, the transaction wakes every listener of the schema (other executors, progressctl) when it
+    /// commits; the notification goes in the statement that reads the transaction's id, before the `COMMIT`.
     @discardableResult
-    func write<T: Sendable>(_ body: (PostgresConnection) async throws -> T) async throws -> T {
-        try await opened()
+    func write<T: Sendable>(
+        notify: Bool = false, pending: (@Sendable (Int64, T) -> Void)? = nil,
+        _ body: @escaping @Sendable (PostgresConnection) async throws -> T
+    ) async throws -> T {
+        let last = "SELECT txid_current()" + (notify ? " FROM pg_notify('\(names.channel)', '')" : "")
+        return try await write(
+            pending: pending,
+            identified: { connection in
+                let value = try await body(connection)
+                // Read last, once nothing can fail but the commit: only a commit needs to be looked up.
+                let xid = try await self.rows(last, connection: connection) { try $0.decode(Int64.self) }.first
+                return (value, xid)
+            })
+    }
+
+    /// Runs `body` in a transaction as ``write(notify:pending:_:)`` does; `body` returns its value with the
+    /// transaction's id (`txid_current()`), read in its last statement.
+    func write<T: Sendable>(
+        pending: (@Sendable (Int64, T) -> Void)? = nil,
+        identified body: @escaping @Sendable (PostgresConnection) async throws -> (T, Int64?)
+    ) async throws -> T {
+        let commit = Mutex<(xid: Int64?, value: T?)>((nil, nil))
+        let logger = logger
         do {
-            return try await client.withConnection { connection in
+            return try await withCallDeadline(configuration.callTimeout) { connection in
                 try await connection.query("BEGIN", logger: logger)
                 do {
-                    let value = try await body(connection)
+                    let (value, xid) = try await body(connection)
+                    commit.withLock {
+                        $0.xid = xid
+                        $0.value = value
+                    }
                     try await connection.query("COMMIT", logger: logger)
                     return value
                 } catch {
-                    _ = try? await connection.query("ROLLBACK", logger: logger)
+                    if commit.withLock({ $0.value == nil }) {
+                        _ = try? await connection.query("ROLLBACK", logger: logger)
+                    }
                     throw error
                 }
             }
         } catch {
-            throw Self.storeError(error, location: location)
+            let storeError = Self.storeError(error, location: location)
+            // A server's answer (an error with a SQLSTATE other than a shutdown's) is final. A lost connection or a
+            // deadline is not: the COMMIT may have been sent (by this task, or by the body still running when the
+            // deadline passed, before its connection closed) and gone through; the server knows.
+            guard storeError.reason == .unavailable, let xid = commit.withLock({ $0.xid }) else { throw storeError }
+            let status = await transactionStatus(xid)
+            let value = commit.withLock { $0.value }
+            switch status {
+            case .committed?:
+                guard let value else { throw storeError }  // A commit follows the body's value: not reached.
+                logger.notice("a commit's answer was lost; it committed", metadata: ["xid": "\(xid)"])
+                return value
+            case .aborted?:
+                throw storeError
+            case nil:
+                guard let value else { throw storeError }  // Never sent: it cannot commit.
+                pending?(xid, value)
+                throw TaskStoreError(
+                    .unavailable, path: location,
+                    message: "the connection was lost while committing, and whether it committed is not known yet "
+                        + "(\(storeError.message))")
+            }
         }
     }
 
-    /// Runs `body` on one connection outside a transaction (each statement commits on its own).
+    /// Whether a transaction committed, as the server knows it (`txid_status`); asked again while it is in progress
+    /// (a backend that is still finishing), within the call timeout. `nil`: not known (no answer).
+    func transactionStatus(_ xid: Int64) async -> TransactionStatus? {
+        let deadline = ContinuousClock.now + configuration.callTimeout
+        var wait = Duration.milliseconds(20)
+        while ContinuousClock.now < deadline {
+            let answer: String?? = try? await withCallDeadline(configuration.callTimeout) { connection in
+                try await self.rows("SELECT txid_status($1)", bindings(xid), connection: connection) {
+                    try $0.decode(String?.self)
+                }.first ?? nil
+            }
+            switch answer {
+            case "committed"??: return .committed
+            case "aborted"??: return .aborted
+            // Too old to be known (NULL): it ended long ago, and a lost answer is recent; not reached in practice.
+            case .some(.none): return .aborted
+            default: break
+            }
+            do { try await Task.sleep(for: wait) } catch { return nil }
+            wait = min(wait * 2, .milliseconds(500))
+        }
+        return nil
+    }
+
+    /// How a transaction ended.
+    enum TransactionStatus {
+        case committed
+        case aborted
+    }
+
+    /// Runs `body` on one connection outside a transaction (each statement commits on its own), within the call's
+    /// deadline.
     @discardableResult
-    func read<T: Sendable>(_ body: (PostgresConnection) async throws -> T) async throws -> T {
-        try await opened()
+    func read<T: Sendable>(
+        timeout: Duration? = nil, _ body: @escaping @Sendable (PostgresConnection) async throws -> T
+    ) async throws -> T {
         do {
-            return try await client.withConnection { connection in try await body(connection) }
+            return try await withCallDeadline(timeout ?? configuration.callTimeout, body)
         } catch {
             throw Self.storeError(error, location: location)
         }
     }
 
-    /// A server error's SQLSTATE and message as a ``TaskStoreError``.
-    static func storeError(_ error: any Error, location: String) -> TaskStoreError {
-        if let error = error as? TaskStoreError { return error }
-        if error is CancellationError {
-            return TaskStoreError(.cancelled, path: location, message: "cancelled before it ran")
-        }
-        if let error = error as? ProgressionError {
-            // Never reached through `write` (callers rethrow lifecycle refusals themselves); kept for safety.
-            return TaskStoreError(.other, path: location, message: error.description)
-        }
-        if let error = error as? EncodingError {
-            return TaskStoreError(.other, path: location, message: "cannot encode a value: \(error)")
-        }
-        if let error = error as? DecodingError {
-            return TaskStoreError(.corrupt, path: location, message: "cannot decode a stored value: \(error)")
-        }
-        guard let error = error as? PSQLError else {
-            return TaskStoreError(.other, path: location, message: String(describing: error))
-        }
-        if let state = error.serverInfo?[.sqlState] {
-            let message = error.serverInfo?[.message] ?? "server error \(state)"
-            let detail = error.serverInfo?[.detail].map { " (\($0))" } ?? ""
-            let reason: TaskStoreError.Reason =
-                switch state {
-                case "23505", "23P01": .conflict
-                case "23514", "23502", "23503", "22003", "22P02", "22001": .constraint
-                case "25006": .readOnly
-                case "40001", "40P01", "55P03", "53300": .busy
-                case "57014": .cancelled
-                case "3D000", "3F000", "42501": .cannotOpen
-                case _ where state.hasPrefix("28"): .cannotOpen
-                case _ where state.hasPrefix("08"): .cannotOpen
-                default: .other
-                }
-            return TaskStoreError(reason, path: location, message: message + detail)
-        }
-        switch error.code {
-        case .connectionError, .serverClosedConnection, .clientClosedConnection, .poolClosed, .sslUnsupported,
-            .failedToAddSSLHandler, .unsupportedAuthMechanism, .authMechanismRequiresPassword, .saslError:
-            var message = "cannot connect: \(error.code)"
-            if let underlying = error.underlying { message += " (\(underlying))" }
-            return TaskStoreError(.cannotOpen, path: location, message: message)
-        case .queryCancelled:
-            return TaskStoreError(.cancelled, path: location, message: "the query was cancelled")
-        default:
-            return TaskStoreError(.other, path: location, message: String(reflecting: error))
-        }
-    }
 }
 
 /// The qualified names of the store's objects in its schema, checked once.

@@ -19,6 +19,9 @@ struct BenchOptions: Sendable {
     var repetitions: Int?
     /// Run even though this is a debug build (numbers are meaningless then).
     var allowDebug = false
+    /// The PostgreSQL scenario's server: a URL of a server started by the caller (with the settings to measure), or
+    /// `nil` for a throwaway one the bench starts with PostgreSQL's defaults.
+    var postgresURL: String?
     /// Internal: run as a child process for one scenario (`rss`).
     var child: String?
     /// Internal, for a child: how many tasks to run, and how many in flight.
@@ -27,6 +30,7 @@ struct BenchOptions: Sendable {
 
     static let usage = """
         usage: progression-bench [--quick] [--json] [--only KEY[,KEY...]] [--data-dir DIR] [--repetitions N]
+                                 [--postgres-url URL]
 
           --quick          reduced sizes (CI smoke run, < 1 minute): checks that every scenario runs and gives sane
                            numbers; exits non-zero only when a scenario fails or a figure is not finite and positive
@@ -35,6 +39,8 @@ struct BenchOptions: Sendable {
           --data-dir DIR   where the 1M-task list database is built once and reused (default .build/bench-data)
           --repetitions N  A/B repetitions for the report ratios (default 5, quick 1)
           --allow-debug    run in a debug build anyway (the numbers mean nothing)
+          --postgres-url URL  measure PostgreSQL on this server (a schema of its own per run, dropped after); default:
+                           a throwaway server the bench starts with PostgreSQL's stock settings (it prints them)
 
         Build it in release mode: swift run -c release progression-bench
         """
@@ -62,6 +68,7 @@ struct BenchOptions: Sendable {
                 }
                 repetitions = count
             case "--allow-debug": allowDebug = true
+            case "--postgres-url": postgresURL = try value(for: argument)
             case "--child": child = try value(for: argument)
             case "--tasks":
                 guard let count = Int(try value(for: argument)), count > 0 else {

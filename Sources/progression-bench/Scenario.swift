@@ -30,6 +30,8 @@ struct Scenario: Sendable {
         WriterThroughput.scenario,
         ReportLatency.scenario,
         SubmitThroughput.scenario,
+        FleetThroughput.scenario,
+        TimeBench.scenario,
         RecoveryLatency.scenario,
         ListLatency.scenario,
         ResidentMemory.scenario,

@@ -9,6 +9,7 @@ import ProgressionTestSupport
 import Testing
 #if PostgreSQL
 import ProgressionPostgres
+import ProgressionPostgresTestSupport
 #endif
 
 /// `progressctl console` as an operator runs it: on a SQLite file or a PostgreSQL URL, on a port of its choosing,
@@ -59,7 +60,7 @@ import ProgressionPostgres
         let directory = try TemporaryDirectory()
         let server = try LocalPostgresServer.shared()
         let schema = "standalone_\(UInt32.random(in: 0...UInt32.max))"
-        let store = try await PostgresTaskStore(configuration: server.configuration(schema: schema))
+        let store = try await PostgresTaskStore.started(configuration: server.configuration(schema: schema))
         try await ConsoleFixture.seed(store)
         let (process, url) = try await Self.start(
             ["console", "--db", server.url(schema: schema), "--port", "0"], in: directory,

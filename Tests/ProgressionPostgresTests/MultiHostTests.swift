@@ -2,6 +2,7 @@
 import Foundation
 import Progression
 import ProgressionPostgres
+import ProgressionPostgresTestSupport
 import ProgressionTestSupport
 import Testing
 
@@ -21,7 +22,7 @@ struct MultiHostTests {
             let server = try LocalPostgresServer.shared()
             let schema = "hosts_\(UInt32.random(in: 0...UInt32.max))"
             url = server.url(schema: schema)
-            store = try await PostgresTaskStore(configuration: server.configuration(schema: schema))
+            store = try await PostgresTaskStore.started(configuration: server.configuration(schema: schema))
         }
 
         /// The owner ids of a host's executors.

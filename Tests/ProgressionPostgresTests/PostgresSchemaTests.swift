@@ -6,6 +6,7 @@ import Progression
 import ProgressionTestSupport
 import Testing
 @testable import ProgressionPostgres
+import ProgressionPostgresTestSupport
 
 /// What is particular to PostgreSQL: the schema and its migrations, the indexes each query uses, notifications, and
 /// claims of several executors at once.
@@ -17,7 +18,7 @@ struct PostgresSchemaTests {
     {
         var configuration = try LocalPostgresServer.shared().configuration(schema: schema)
         change(&configuration)
-        return try await PostgresTaskStore(configuration: configuration)
+        return try await PostgresTaskStore.started(configuration: configuration)
     }
 
     /// Runs SQL on the server outside any store (as another application, or an older or newer program, would).

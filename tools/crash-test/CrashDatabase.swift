@@ -2,6 +2,7 @@ import Foundation
 import Progression
 #if PostgreSQL
 import ProgressionPostgres
+import ProgressionPostgresTestSupport
 #endif
 
 /// The crash test's database: a SQLite file, or, with `run --postgres` (built with the `PostgreSQL` trait), a schema on
@@ -32,7 +33,7 @@ enum CrashDatabase {
     static func executor(db: String, configuration: TaskExecutor.Configuration) async throws -> TaskExecutor {
         guard isPostgres(db) else { return try TaskExecutor(path: db, configuration: configuration) }
         #if PostgreSQL
-        return TaskExecutor(store: try await PostgresTaskStore(url: db), configuration: configuration)
+        return TaskExecutor(store: try await PostgresTaskStore.started(configuration: PostgresTaskStore.Configuration(url: db)), configuration: configuration)
         #else
         throw CrashDatabaseError("'\(db.prefix(11))…' needs a build with the PostgreSQL trait")
         #endif
@@ -45,7 +46,7 @@ enum CrashDatabase {
             return (store, { try await store.integrityCheck() })
         }
         #if PostgreSQL
-        let store = try await PostgresTaskStore(url: db)
+        let store = try await PostgresTaskStore.started(configuration: PostgresTaskStore.Configuration(url: db))
         return (store, { try await store.integrityCheck() })
         #else
         throw CrashDatabaseError("'\(db.prefix(11))…' needs a build with the PostgreSQL trait")

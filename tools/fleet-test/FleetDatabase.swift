@@ -14,7 +14,7 @@ enum FleetDatabase {
     static func executor(db: String, configuration: TaskExecutor.Configuration) async throws -> TaskExecutor {
         guard isPostgres(db) else { return try TaskExecutor(path: db, configuration: configuration) }
         #if PostgreSQL
-        return TaskExecutor(store: try await PostgresTaskStore(url: db), configuration: configuration)
+        return TaskExecutor(store: try await PostgresTaskStore.started(configuration: .init(url: db)), configuration: configuration)
         #else
         throw FleetError("'\(db.prefix(11))…' needs a build with the PostgreSQL trait")
         #endif
@@ -24,7 +24,7 @@ enum FleetDatabase {
     static func client(db: String) async throws -> JobClient {
         guard isPostgres(db) else { return JobClient(store: try SQLiteTaskStore(path: db)) }
         #if PostgreSQL
-        return JobClient(store: try await PostgresTaskStore(url: db))
+        return JobClient(store: try await PostgresTaskStore.started(configuration: .init(url: db)))
         #else
         throw FleetError("'\(db.prefix(11))…' needs a build with the PostgreSQL trait")
         #endif

@@ -65,6 +65,8 @@ extension ExecutionEngine {
         }
         Self.end(span, result)
         if let sequence { try await waitForCommit(sequence) }
+        // Its end was not written: another owner holds its root now (fencing), and may run it again.
+        try checkNotFenced(parent)
         switch result {
         case .success(let value):
             return value
@@ -107,6 +109,13 @@ extension ExecutionEngine {
         }
         guard let sequence else { throw ProgressionError.notFound(taskID: "#\(handle)") }
         try await waitForCommit(sequence)
+        try checkNotFenced(handle)
+    }
+
+    /// Throws `CancellationError` when another owner took the node's root (the store rejected this executor's writes
+    /// for it): what was just "committed" for it was not, and its code is being stopped.
+    func checkNotFenced(_ handle: NodeHandle) throws {
+        if locked({ $0.nodes[handle]?.root.stopReason == .leaseLost }) { throw CancellationError() }
     }
 
     /// A durable sleep of a node's code until `wake`: the node gets a child named `name` that records the wake time,

@@ -212,6 +212,8 @@ extension ExecutionEngine {
             for id in ids {
                 guard let node = state.node(id: id) else { continue }
                 lost.append(id)
+                // Whatever stopped it before (a shutdown, a cancel): nothing more is written for it here.
+                node.root.stopReason = .leaseLost
                 cancellation.actions += Self.stop(node.root, .leaseLost).actions
             }
             return (lost, cancellation)

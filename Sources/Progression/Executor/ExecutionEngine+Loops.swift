@@ -110,10 +110,14 @@ extension ExecutionEngine {
             let now = clock.now()
             if now - lastHeartbeat >= configuration.heartbeatInterval {
                 lastHeartbeat = now
-                do {
-                    try await store.saveOwner(ownerRecord(heartbeatAt: self.now()))
-                } catch {
-                    Self.noteStorageFailure(error, outage: storageOutage, logger: logger, what: "writing the heartbeat")
+                // An executor whose writes fail renews no lease: other executors take its roots once it is stale,
+                // and its late writes are rejected (fencing) when it can write again.
+                if locked({ $0.storage.isHealthy }) {
+                    do {
+                        try await store.saveOwner(ownerRecord(heartbeatAt: self.now()))
+                    } catch {
+                        Self.noteStorageFailure(error, outage: storageOutage, logger: logger, what: "writing the heartbeat")
+                    }
                 }
             }
             if now - lastCheckpoint >= configuration.checkpointInterval {

@@ -99,12 +99,14 @@ actor StoreWriter {
                 if !result.rejectedTaskIDs.isEmpty { state.markRejected(result.rejectedTaskIDs) }
                 return (state.committed(upTo: taken.sequence), children)
             }
-            for waiter in waiters { waiter.resume() }
-            engine.noteStorageRecovered()
-            engine.publisherSignal.signal()
+            // Fenced roots are marked before anyone waiting for this commit is woken: a step or a checkpoint whose
+            // write was rejected must not return as if it had been committed.
             if !result.rejectedTaskIDs.isEmpty || !children.isEmpty {
                 engine.leaseLost(result.rejectedTaskIDs + children)
             }
+            for waiter in waiters { waiter.resume() }
+            engine.noteStorageRecovered()
+            engine.publisherSignal.signal()
             return true
         } catch {
             engine.metrics.writerFailures.increment()

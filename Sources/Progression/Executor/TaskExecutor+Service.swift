@@ -47,7 +47,8 @@ extension TaskExecutor {
     /// point) and leaves those tasks resumable — `pending` with no owner, or `paused` when they were paused; hands
     /// queued jobs back; flushes; ends the progress stream and every background loop, and returns once they ended.
     /// Code still running after `gracePeriod` is left to the process's exit (its tasks are then recovered as
-    /// interrupted).
+    /// interrupted). The whole stop is bounded by the grace period, even when the store cannot be reached: what is left
+    /// to write (and the owner's stop record) gets what remains of it, at least a second.
     public func shutdown(gracePeriod: Duration? = nil) async {
         guard !isShutDown else {
             await loops?.value
@@ -57,30 +58,55 @@ extension TaskExecutor {
         let grace = gracePeriod ?? engine.configuration.shutdownGracePeriod
         let (running, loading) = engine.beginShutdown()
         engine.logger.info("shutting down", metadata: ["running": "\(running.count)"])
-        // Wait for running code (and the recording of how it ended) up to the grace period.
+        // Wait for running code (and the recording of how it ended) up to the grace period. Code still running then is
+        // left to the process's exit: the wait does not hold the stop.
         let engine = engine
-        await withTaskGroup(of: Void.self) { group in
-            group.addTask {
-                for task in running + loading { await task.value }
+        let began = engine.clock.now()
+        await Self.wait(atMost: grace, clock: engine.clock) {
+            for task in running + loading { await task.value }
+        }
+        // What is left to write and the owner's stop record, in what remains of the grace period (at least a second),
+        // unless the store keeps failing or cannot be reached past it.
+        let remaining = max(grace - (engine.clock.now() - began), min(grace, .seconds(1)))
+        let started = started
+        await Self.wait(atMost: remaining, clock: engine.clock) {
+            try? await engine.flush()
+            if started {
+                let now = engine.now()
+                try? await engine.store.saveOwner(engine.ownerRecord(heartbeatAt: now, stoppedAt: now))
             }
-            group.addTask { try? await engine.clock.sleep(grace) }
-            await group.next()
-            group.cancelAll()
         }
-        // What is left to write, unless the store keeps failing past the grace period.
-        await withTaskGroup(of: Void.self) { group in
-            group.addTask { try? await engine.flush() }
-            group.addTask { try? await engine.clock.sleep(grace) }
-            await group.next()
-            group.cancelAll()
-        }
-        if started {
-            let now = engine.now()
-            try? await engine.store.saveOwner(engine.ownerRecord(heartbeatAt: now, stoppedAt: now))
-        }
+        // Waits for commits that will not come now fail, and the writer stores what it can before it ends.
         engine.close()
         loops?.cancel()
         await loops?.value
+    }
+}
+
+extension TaskExecutor {
+    /// Runs `body` and waits for it at most `timeout` on `clock`; past that, `body` goes on without being waited for
+    /// (it may wait for code that ignores cancellation, or for a store that cannot be reached).
+    static func wait(atMost timeout: Duration, clock: TaskClock, _ body: @escaping @Sendable () async -> Void) async {
+        let waiter = Mutex<CheckedContinuation<Void, Never>?>(nil)
+        let resume: @Sendable () -> Void = {
+            let continuation = waiter.withLock { state in
+                defer { state = nil }
+                return state
+            }
+            continuation?.resume()
+        }
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            waiter.withLock { $0 = continuation }
+            let timer = Task {
+                try? await clock.sleep(timeout)
+                resume()
+            }
+            Task {
+                await body()
+                resume()
+                timer.cancel()
+            }
+        }
     }
 }
 

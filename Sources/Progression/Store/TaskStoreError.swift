@@ -32,6 +32,12 @@ public struct TaskStoreError: Error, Sendable, Hashable, LocalizedError, CustomS
         case notFound
         /// The operation was cancelled.
         case cancelled
+        /// The database server cannot be reached, went away (a restart, a killed session, a dropped or cut
+        /// connection) or did not answer within the call's deadline. Transient: the store connects again.
+        case unavailable
+        /// The database server refused the statement itself (its syntax, an object it names, a permission): trying
+        /// again cannot help.
+        case refused
         /// Any other failure of the database.
         case other
     }
@@ -71,6 +77,8 @@ public struct TaskStoreError: Error, Sendable, Hashable, LocalizedError, CustomS
             case .constraint: "invalid data for the database\(location)"
             case .notFound: "not found in the database\(location)"
             case .cancelled: "database operation cancelled"
+            case .unavailable: "the database\(location) is unavailable"
+            case .refused: "the database\(location) refused the statement"
             case .other: "database error\(location)"
             }
         return "\(summary): \(message)"
@@ -79,12 +87,14 @@ public struct TaskStoreError: Error, Sendable, Hashable, LocalizedError, CustomS
 
 extension TaskStoreError {
     /// Whether the failure is the storage's state rather than the data's or the file's: a full disk, an I/O error, a
-    /// lock held too long, a permission that may be given back. The executor waits and tries again after these; the
-    /// others (a damaged or foreign file, a newer schema, a conflict, bad data) are final.
+    /// lock held too long, a permission that may be given back, a database server out of reach. The executor waits
+    /// and tries again after these; the others (a damaged or foreign file, a newer schema, a conflict, bad data, a
+    /// statement the server refused) are final.
     package var isTransient: Bool {
         switch reason {
-        case .busy, .other, .readOnly, .cannotOpen: true
-        case .notADatabase, .foreignDatabase, .corrupt, .schemaTooNew, .conflict, .constraint, .notFound, .cancelled:
+        case .busy, .other, .readOnly, .cannotOpen, .unavailable: true
+        case .notADatabase, .foreignDatabase, .corrupt, .schemaTooNew, .conflict, .constraint, .notFound, .cancelled,
+            .refused:
             false
         }
     }

@@ -29,7 +29,8 @@ enum DemoDatabase {
     static func openPostgres(_ url: String) async throws -> any TaskStore {
         #if PostgreSQL
         do {
-            return try await PostgresTaskStore(url: url)
+            // Runs in a task of its own for the process's life (the process ends with the command).
+            return try await PostgresTaskStore.started(configuration: PostgresTaskStore.Configuration(url: url))
         } catch let error as TaskStoreError {
             throw DemoError(error.description)
         }

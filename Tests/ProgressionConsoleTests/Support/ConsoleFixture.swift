@@ -11,6 +11,7 @@ import ProgressionTestSupport
 import Testing
 #if PostgreSQL
 import ProgressionPostgres
+import ProgressionPostgresTestSupport
 #endif
 
 /// The stores the console is tested on.
@@ -49,7 +50,7 @@ struct ConsoleFixture {
         #if PostgreSQL
         case .postgres:
             let schema = "console_\(UInt32.random(in: 0...UInt32.max))"
-            let store = try await PostgresTaskStore(configuration: LocalPostgresServer.shared().configuration(schema: schema))
+            let store = try await PostgresTaskStore.started(configuration: LocalPostgresServer.shared().configuration(schema: schema))
             self.store = store
             if seed { try await Self.seed(store) }
             console = try ProgressionConsole(store: store, configuration: Self.configuration(path: path, token: token))

@@ -58,10 +58,23 @@ struct StressTests {
             if executor.snapshot(of: id)?.status == .paused { try await executor.resume(taskID: id) }
         }
         for id in ids {
-            try await waitUntil("\(id) to finish", timeout: .seconds(60)) {
-                guard let snapshot = executor.snapshot(of: id) else { return false }
-                if snapshot.status == .paused { try? await executor.resume(taskID: id) }
-                return snapshot.isFinished
+            do {
+                try await waitUntil("\(id) to finish", timeout: .seconds(60)) {
+                    guard let snapshot = executor.snapshot(of: id) else { return false }
+                    if snapshot.status == .paused { try? await executor.resume(taskID: id) }
+                    return snapshot.isFinished
+                }
+            } catch {
+                // What the stuck root looks like, for the next reader of the log.
+                let snapshot = executor.snapshot(of: id)
+                let stored = try? await executor.store.task(id: id)
+                let running = executor.graph().tasks.filter { $0.status == .running }.map(\.id)
+                Issue.record(
+                    """
+                    \(id) did not finish: \(String(describing: snapshot.map { ($0.status, $0.attempt, $0.children.map { ($0.id, $0.status) }) })); \
+                    stored \(String(describing: stored.map { ($0.status, $0.ownerID, $0.attempt) })); running roots \(running)
+                    """)
+                throw error
             }
             try await executor.runEnded(id)
         }

@@ -5,6 +5,7 @@ import Testing
 
 #if PostgreSQL
 import ProgressionPostgres
+import ProgressionPostgresTestSupport
 #endif
 
 /// The fleet as separate processes (the real `progression-fleet-test` executable): a producer that only enqueues and
@@ -35,7 +36,7 @@ import ProgressionPostgres
             switch self {
             case .sqlite: return try SQLiteTaskStore(path: location)
             #if PostgreSQL
-            case .postgres: return try await PostgresTaskStore(url: location)
+            case .postgres: return try await PostgresTaskStore.started(configuration: .init(url: location))
             #endif
             }
         }

@@ -6,6 +6,7 @@ import Testing
 
 #if PostgreSQL
 import ProgressionPostgres
+import ProgressionPostgresTestSupport
 #endif
 
 /// Several connections to one database, as several processes have: a producer and workers in one test.
@@ -34,7 +35,7 @@ struct SharedDatabase: Sendable {
     func open() throws -> any TaskStoreBackend {
         if let memory { return memory }
         #if PostgreSQL
-        if let postgres { return try PostgresTaskStore(opening: postgres) }
+        if let postgres { return try PostgresTaskStore.start(configuration: postgres) }
         #endif
         return try SQLiteTaskStore(path: directory.file("fleet.sqlite"))
     }

@@ -3,6 +3,7 @@ import Progression
 import ProgressionTestSupport
 #if PostgreSQL
 import ProgressionPostgres
+import ProgressionPostgresTestSupport
 #endif
 
 /// The store implementations, for tests that must hold for each.
@@ -24,8 +25,8 @@ enum StoreKind: String, CaseIterable, CustomTestStringConvertible, Sendable {
         #if PostgreSQL
         // Opens in the background: the first call waits for the schema (and fails when the server could not start).
         case .postgres:
-            try PostgresTaskStore(
-                opening: LocalPostgresServer.shared().configuration(schema: "test_" + UUID().uuidString.prefix(8).lowercased()
+            try PostgresTaskStore.start(
+                configuration: LocalPostgresServer.shared().configuration(schema: "test_" + UUID().uuidString.prefix(8).lowercased()
                     + "_\(UInt32.random(in: 0...UInt32.max))"))
         #endif
         }

@@ -1,16 +1,20 @@
 #if PostgreSQL
 import Foundation
 import Progression
+import ProgressionPostgres
 
 #if canImport(Glibc)
 import Glibc
 #endif
 
-/// A throwaway PostgreSQL server on this machine, for the tests, the crash test and the bench: `initdb` makes a
-/// cluster in a temporary directory, `pg_ctl` starts it listening on a Unix socket in that directory only (no TCP),
-/// and a watchdog process stops it and deletes the directory once the process that started it is gone, however that
-/// process ends. When the process runs as root, the server runs as the `postgres` user (`runuser`), as PostgreSQL
-/// refuses to run as root.
+/// A throwaway PostgreSQL server on this machine, for the tests, the crash and chaos tests and the bench: `initdb` makes
+/// a cluster in a temporary directory, `pg_ctl` starts it listening on a Unix socket in that directory (and on TCP
+/// only at the addresses given), and a watchdog process stops it and deletes the directory once the process that
+/// started it is gone, however that process ends. When the process runs as root, the server runs as the `postgres`
+/// user (`runuser`), as PostgreSQL refuses to run as root. It is not part of the `ProgressionPostgres` product.
+///
+/// What the resilience tests do to it: ``restart(_:)`` (`pg_ctl restart -m fast|immediate`), ``stop(_:)`` and
+/// ``start()`` around an outage, ``terminateBackends(applicationName:)`` (`pg_terminate_backend`).
 ///
 /// The server's binaries are found with `pg_config --bindir`, else in `/usr/lib/postgresql/*/bin`. A machine without
 /// them gets an error that says what to install, never a skipped test.
@@ -21,8 +25,14 @@ package final class LocalPostgresServer: Sendable {
     package let username = "progression"
     /// The database created for the clients.
     package let database = "progression"
-    /// The socket's port number (its file name).
-    package let port = 5432
+    /// The socket's port number (its file name): the TCP port when the server listens on TCP.
+    package let port: Int
+    /// The TCP port when the server listens on TCP addresses.
+    package let tcpPort: Int
+    /// The addresses it listens on over TCP (none: the socket only).
+    package let tcpAddresses: [String]
+    /// The server's settings, as given to `postgres -c` (for the output of tools that measure).
+    package let settings: [String]
     private let bin: String
     private let runAs: [String]
 
@@ -50,12 +60,34 @@ package final class LocalPostgresServer: Sendable {
 
     private static let sharedServer = Result { try LocalPostgresServer(durable: false) }
 
+    /// A URL over TCP to `address` (one of ``tcpAddresses``).
+    package func tcpURL(address: String, schema: String = "progression") -> String {
+        "postgres://\(username)@\(address):\(tcpPort)/\(database)?schema=\(schema)&sslmode=disable"
+    }
+
+    /// How a server is stopped (`pg_ctl -m`).
+    package enum StopMode: String, Sendable, CaseIterable {
+        /// Clients are disconnected, transactions rolled back, a checkpoint is written.
+        case fast
+        /// Every server process is killed at once: a crash, recovered from the log on the next start.
+        case immediate
+    }
+
     /// Starts a server.
     ///
-    /// - Parameter durable: `true` keeps PostgreSQL's durability settings (`fsync=on`, `synchronous_commit=on`), as a
-    ///   benchmark needs; `false` turns fsync off, for tests that kill processes but never the machine.
+    /// - Parameters:
+    ///   - durable: `true` keeps PostgreSQL's durability settings (`fsync=on`, `synchronous_commit=on`), as a
+    ///     benchmark needs; `false` turns fsync off, for tests that kill processes (the server's included) but never
+    ///     the machine.
+    ///   - stock: with `durable`, only what a throwaway server needs is set (its socket, its port, no logging
+    ///     collector): PostgreSQL's defaults otherwise, as `initdb` writes them (what a benchmark compares against).
+    ///   - tcpAddresses: addresses to listen on over TCP too (`tcpPort`), trusted from any client (for tests only).
+    ///   - tcpPort: the TCP port.
     /// - Throws: ``LocalPostgresServer/Failure`` saying what is missing or what failed, with the server's log.
-    package init(durable: Bool) throws {
+    package init(durable: Bool, stock: Bool = false, tcpAddresses: [String] = [], tcpPort: Int = 55432) throws {
+        self.tcpAddresses = tcpAddresses
+        self.tcpPort = tcpPort
+        port = tcpAddresses.isEmpty ? 5432 : tcpPort
         bin = try Self.binaries()
         var template = Array((NSTemporaryDirectory() + "progression-pg-XXXXXX").utf8CString)
         guard let made = mkdtemp(&template) else {
@@ -75,17 +107,37 @@ package final class LocalPostgresServer: Sendable {
         } else {
             runAs = []
         }
+        // The socket's port and the TCP port are one setting: the socket file is named after the TCP port when there is
+        // one.
+        let listening = tcpAddresses.isEmpty ? "listen_addresses=''" : "listen_addresses='\(tcpAddresses.joined(separator: ","))'"
+        var settings = [
+            listening, "unix_socket_directories='\(directory)'", "port=\(port)",
+            "logging_collector=off",
+        ]
+        if !(durable && stock) {
+            settings += ["max_connections=300", "shared_buffers=256MB", "max_wal_size=4GB"]
+        }
+        // Not durable: a crash of the machine may lose commits (no fsync), a crash of the server may not: a commit
+        // waits for its log record to be written to the OS (synchronous_commit), which keeps it through
+        // `pg_ctl stop -m immediate` and a killed postmaster.
+        settings += durable ? ["synchronous_commit=on", "fsync=on"] : ["fsync=off", "synchronous_commit=on", "full_page_writes=off"]
+        self.settings = settings
         chmod(directory, 0o700)
         let data = directory + "/data"
         try run(
             bin + "/initdb",
             ["-D", data, "-U", username, "-A", "trust", "-E", "UTF8", "--locale=C", "--no-instructions"]
                 + (durable ? [] : ["--no-sync"]))
-        var settings = [
-            "listen_addresses=''", "unix_socket_directories='\(directory)'", "port=\(port)", "max_connections=300",
-            "shared_buffers=256MB", "max_wal_size=4GB", "logging_collector=off",
-        ]
-        settings += durable ? ["synchronous_commit=on", "fsync=on"] : ["fsync=off", "synchronous_commit=off", "full_page_writes=off"]
+        if !tcpAddresses.isEmpty {
+            // Any TCP client is trusted: a throwaway server of a test, on addresses the test chose.
+            let hba = "host all all 0.0.0.0/0 trust\nhost all all ::/0 trust\n"
+            guard let handle = FileHandle(forWritingAtPath: data + "/pg_hba.conf") else {
+                throw Failure("cannot open \(data)/pg_hba.conf")
+            }
+            handle.seekToEndOfFile()
+            handle.write(Data(hba.utf8))
+            try? handle.close()
+        }
         try run(
             bin + "/pg_ctl",
             ["-D", data, "-l", directory + "/server.log", "-w", "-t", "60", "-o", settings.map { "-c " + $0 }.joined(separator: " "), "start"])
@@ -93,9 +145,47 @@ package final class LocalPostgresServer: Sendable {
         try run(bin + "/createdb", ["-h", directory, "-p", "\(port)", "-U", username, database])
     }
 
+    /// Restarts the server (`pg_ctl restart`, same settings) and waits until it accepts connections again.
+    package func restart(_ mode: StopMode) throws {
+        try run(
+            bin + "/pg_ctl", ["-D", directory + "/data", "-l", directory + "/server.log", "-m", mode.rawValue, "-w", "-t", "60", "restart"])
+    }
+
+    /// Stops the server (`pg_ctl stop`); ``start()`` starts it again.
+    package func stop(_ mode: StopMode) throws {
+        try run(bin + "/pg_ctl", ["-D", directory + "/data", "-m", mode.rawValue, "-w", "-t", "60", "stop"])
+    }
+
+    /// Starts the server stopped by ``stop(_:)``, with its settings, and waits until it accepts connections.
+    package func start() throws {
+        try run(
+            bin + "/pg_ctl",
+            ["-D", directory + "/data", "-l", directory + "/server.log", "-w", "-t", "60", "-o", settings.map { "-c " + $0 }.joined(separator: " "), "start"])
+    }
+
+    /// Terminates the server processes of the clients that gave this `application_name` (a store's
+    /// ``PostgresTaskStore/Configuration/applicationName``): `pg_terminate_backend`, as an operator or a proxy would
+    /// cut them. Returns how many were terminated.
+    @discardableResult
+    package func terminateBackends(applicationName: String = "progression", fraction: Double = 1) throws -> Int {
+        let output = try sql(
+            """
+            SELECT count(*) FILTER (WHERE pg_terminate_backend(pid)) FROM pg_stat_activity
+            WHERE application_name = '\(applicationName)' AND pid <> pg_backend_pid() AND random() < \(fraction)
+            """)
+        return Int(output.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0
+    }
+
+    /// Runs one SQL statement with psql on the socket and returns its unaligned output.
+    package func sql(_ statement: String) throws -> String {
+        try run(
+            bin + "/psql",
+            ["-h", directory, "-p", "\(port)", "-U", username, "-d", database, "-X", "-A", "-t", "-q", "-v", "ON_ERROR_STOP=1", "-c", statement])
+    }
+
     /// Stops the server now (the watchdog would when this process ends) and deletes its directory.
     package func stop() {
-        try? run(bin + "/pg_ctl", ["-D", directory + "/data", "-m", "immediate", "-w", "stop"])
+        _ = try? run(bin + "/pg_ctl", ["-D", directory + "/data", "-m", "immediate", "-w", "stop"])
         try? FileManager.default.removeItem(atPath: directory)
     }
 
@@ -133,18 +223,21 @@ package final class LocalPostgresServer: Sendable {
 
     /// Runs a server program (as the postgres user when this process is root) and waits for it; throws with its
     /// output on failure.
-    private func run(_ program: String, _ arguments: [String]) throws {
+    @discardableResult
+    private func run(_ program: String, _ arguments: [String]) throws -> String {
         let command = runAs + [program] + arguments
         // A file, not a pipe: the server that `pg_ctl start` leaves running would hold a pipe open.
-        let outputPath = directory + "/command.out"
+        let outputPath = directory + "/command-\(UUID().uuidString).out"
+        defer { unlink(outputPath) }
         let pid = try Self.spawn(command, output: outputPath)
         var status: Int32 = 0
         while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
         let text = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
         // WIFEXITED and WEXITSTATUS, which Swift does not import.
         guard status & 0x7f == 0, (status >> 8) & 0xff == 0 else {
-            throw Failure("\(command.joined(separator: " ")) failed (wait status \(status)):\n\(text)\n\(log)")
+            throw Failure("\(command.joined(separator: " ")) failed (wait status \(status)):\n\(text)\n\(log.suffix(4_000))")
         }
+        return text
     }
 
     /// A detached shell that waits for this process to end, then stops the server and deletes its directory.

@@ -1,0 +1,203 @@
+#if PostgreSQL
+import Foundation
+import Logging
+import NIOCore
+import PostgresNIO
+import Progression
+import Synchronization
+
+extension PostgresTaskStore {
+    /// An error of the server, the connection or the store as a ``TaskStoreError`` whose reason says whether to try
+    /// again: a server that cannot be reached, went away or did not answer in time is `.unavailable` (transient), as is
+    /// a conflict of concurrent transactions (`.busy`); what the statement itself got wrong (its syntax, a missing
+    /// object, a permission, a constraint, a value) is final and never retried.
+    static func storeError(_ error: any Error, location: String) -> TaskStoreError {
+        if let error = error as? TaskStoreError { return error }
+        if error is CancellationError {
+            return TaskStoreError(.cancelled, path: location, message: "cancelled before it ran")
+        }
+        if error is CallDeadlineExceeded {
+            return TaskStoreError(.unavailable, path: location, message: "no answer from the server in time")
+        }
+        if let error = error as? ProgressionError {
+            // Never reached through `write` (callers rethrow lifecycle refusals themselves); kept for safety.
+            return TaskStoreError(.refused, path: location, message: error.description)
+        }
+        if let error = error as? EncodingError {
+            return TaskStoreError(.refused, path: location, message: "cannot encode a value: \(error)")
+        }
+        if let error = error as? DecodingError {
+            return TaskStoreError(.corrupt, path: location, message: "cannot decode a stored value: \(error)")
+        }
+        if let error = error as? PostgresDecodingError {
+            return TaskStoreError(.corrupt, path: location, message: "cannot decode a stored value: \(error)")
+        }
+        // The pool gave up opening connections for a while (its circuit breaker): postgres-nio rethrows its pool's
+        // error as it is, and that type lives in a module it does not export.
+        if String(reflecting: type(of: error)).hasSuffix("ConnectionPoolError") {
+            return TaskStoreError(.unavailable, path: location, message: "cannot connect: \(error)")
+        }
+        guard let error = error as? PSQLError else {
+            if error is ChannelError || error is IOError {
+                return TaskStoreError(.unavailable, path: location, message: "the connection failed: \(error)")
+            }
+            return TaskStoreError(.other, path: location, message: String(describing: error))
+        }
+        if let state = error.serverInfo?[.sqlState] {
+            let message = error.serverInfo?[.message] ?? "server error \(state)"
+            let detail = error.serverInfo?[.detail].map { " (\($0))" } ?? ""
+            return TaskStoreError(reason(sqlState: state), path: location, message: message + detail)
+        }
+        switch error.code {
+        case .connectionError, .serverClosedConnection, .clientClosedConnection, .poolClosed, .uncleanShutdown,
+            .messageDecodingFailure, .unexpectedBackendMessage, .listenFailed, .unlistenFailed:
+            var message = "the connection failed: \(error.code)"
+            if let underlying = error.underlying { message += " (\(underlying))" }
+            return TaskStoreError(.unavailable, path: location, message: message)
+        case .sslUnsupported, .failedToAddSSLHandler, .unsupportedAuthMechanism, .authMechanismRequiresPassword,
+            .saslError:
+            var message = "cannot connect: \(error.code)"
+            if let underlying = error.underlying { message += " (\(underlying))" }
+            return TaskStoreError(.cannotOpen, path: location, message: message)
+        case .queryCancelled:
+            return TaskStoreError(.cancelled, path: location, message: "the query was cancelled")
+        default:
+            return TaskStoreError(.other, path: location, message: String(reflecting: error))
+        }
+    }
+
+    /// The reason of a server error, by its SQLSTATE (PostgreSQL's appendix A, "Error codes").
+    static func reason(sqlState state: String) -> TaskStoreError.Reason {
+        switch state {
+        case "23505", "23P01": return .conflict
+        case "25006": return .readOnly
+        // Serialization failure, deadlock, lock not available, too many connections; statement_timeout.
+        case "40001", "40P01", "55P03", "53300", "57014": return .busy
+        // The server shuts down or restarts (admin/crash shutdown, cannot connect now), its session was terminated
+        // (idle in transaction too long), or the database system is starting.
+        case "57P01", "57P02", "57P03", "57P05", "25P03": return .unavailable
+        case "3D000", "3F000": return .cannotOpen
+        default: break
+        }
+        switch state.prefix(2) {
+        case "08": return .unavailable  // connection exception
+        case "53": return .busy  // insufficient resources (disk full, out of memory)
+        case "58": return .unavailable  // system error (I/O)
+        case "28": return .cannotOpen  // invalid authorization
+        case "23", "22": return .constraint  // integrity constraint violation, data exception
+        default: return .refused  // syntax, undefined objects, permissions (42), feature not supported, internal
+        }
+    }
+}
+
+/// The connection a call uses, so that its deadline can close it.
+final class ConnectionSlot: Sendable {
+    private let state = Mutex<(connection: PostgresConnection?, expired: Bool)>((nil, false))
+
+    /// Records the call's connection; `false` (and the connection closed) when the deadline passed already.
+    func attach(_ connection: PostgresConnection) -> Bool {
+        let expired = state.withLock { state in
+            if !state.expired { state.connection = connection }
+            return state.expired
+        }
+        if expired { Self.close(connection) }
+        return !expired
+    }
+
+    /// Closes a connection now, without waiting: its statement in flight fails at once.
+    private static func close(_ connection: PostgresConnection) {
+        let closing: EventLoopFuture<Void> = connection.close()
+        closing.whenComplete { _ in }
+    }
+
+    func detach() {
+        state.withLock { $0.connection = nil }
+    }
+
+    /// The deadline passed: closes the connection in use. Returns whether there was one.
+    func expire() -> Bool {
+        let connection = state.withLock { state in
+            state.expired = true
+            return state.connection
+        }
+        if let connection { Self.close(connection) }
+        return connection != nil
+    }
+}
+
+/// How a call ended: the first of its body's result, its deadline and its cancellation, given to its caller once.
+final class CallOutcome<T: Sendable>: Sendable {
+    private let state = Mutex<(result: Result<T, any Error>?, waiter: CheckedContinuation<Result<T, any Error>, Never>?)>(
+        (nil, nil))
+
+    /// Ends the call with `result`, unless it ended already.
+    func finish(_ result: Result<T, any Error>) {
+        let waiter = state.withLock { state -> CheckedContinuation<Result<T, any Error>, Never>? in
+            guard state.result == nil else { return nil }
+            state.result = result
+            defer { state.waiter = nil }
+            return state.waiter
+        }
+        waiter?.resume(returning: result)
+    }
+
+    /// The call's end.
+    func wait() async -> Result<T, any Error> {
+        await withCheckedContinuation { continuation in
+            let result = state.withLock { state -> Result<T, any Error>? in
+                if state.result == nil { state.waiter = continuation }
+                return state.result
+            }
+            if let result { continuation.resume(returning: result) }
+        }
+    }
+}
+
+/// A call got its connection after its deadline.
+struct CallDeadlineExceeded: Error {}
+
+/// Ends ``PostgresTaskStore/run()``: fired once, waited for by its run.
+final class StopSignal: Sendable {
+    private let state = Mutex<(fired: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
+
+    func fire() {
+        let waiters = state.withLock { state in
+            state.fired = true
+            defer { state.waiters = [] }
+            return state.waiters
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    func wait() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let now = state.withLock { state in
+                if !state.fired { state.waiters.append(continuation) }
+                return state.fired
+            }
+            if now { continuation.resume() }
+        }
+    }
+}
+
+/// Writes whose `COMMIT` was sent and whose answer was lost while the server could not be asked whether they committed
+/// (it was down). The next batch and the next claim ask first, so that what did commit is neither written again (an
+/// insert would find its own row and be reported as a conflict, an event would be stored twice) nor forgotten (claimed
+/// roots would stay held by this executor without it knowing).
+struct Ambiguous: Sendable {
+    struct Batch: Sendable {
+        var xid: Int64
+        /// Ids of the rows it inserted.
+        var inserted: Set<String>
+        var events: [TaskEvent]
+    }
+
+    struct Claim: Sendable {
+        var xid: Int64
+        var roots: [ClaimedRoot]
+    }
+
+    var batches: [Batch] = []
+    var claims: [Claim] = []
+}
+#endif
