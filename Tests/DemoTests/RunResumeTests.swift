@@ -59,6 +59,30 @@ struct RunResumeTests {
         #expect(expected.split(separator: "\n").count == fileCount + 1)
     }
 
+    /// Issue 22, defect 9: `run --data data` stored `data`, so a worker resuming the job in another directory read
+    /// that directory's files. The stored input is absolute and canonical.
+    @Test func aRelativeDataPathIsStoredAbsoluteAndCanonical() async throws {
+        let temp = try TemporaryDirectory()
+        try FileManager.default.createDirectory(atPath: temp.file("real"), withIntermediateDirectories: true)
+        try Data("hello world\n".utf8).write(to: temp.url.appendingPathComponent("real/a.txt"))
+        try FileManager.default.createSymbolicLink(atPath: temp.file("data"), withDestinationPath: temp.file("real"))
+        let result = try await ChildProcess.run(
+            "progression-demo", ["run", "--db", "db.sqlite", "--data", "./data/", "--manifest", "out.tsv"], in: temp)
+        #expect(result.status == 0, "\(result.stderr)")
+        let store = try SQLiteTaskStore(path: temp.file("db.sqlite"))
+        let root = try #require(try await store.roots(TaskQuery(kind: "checksum")).first)
+        let stored = try #require(try await store.task(id: root.id)?.input)
+        struct Input: Decodable {
+            var directory: String
+            var manifest: String?
+        }
+        let input = try JSONDecoder().decode(Input.self, from: stored)
+        let real = URL(fileURLWithPath: temp.file("real")).resolvingSymlinksInPath().path
+        #expect(input.directory == real)
+        #expect(input.manifest == URL(fileURLWithPath: temp.file("out.tsv")).resolvingSymlinksInPath().path)
+        await store.close()
+    }
+
     @Test func aSecondRunAfterCompletionStartsANewJob() async throws {
         let temp = try TemporaryDirectory()
         try FileManager.default.createDirectory(atPath: temp.file("data"), withIntermediateDirectories: true)

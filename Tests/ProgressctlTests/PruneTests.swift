@@ -57,6 +57,45 @@ import Testing
         #expect(try await fixture.store.roots(TaskQuery()).map(\.id) == ["fresh"])
     }
 
+    /// Issue 20: a prune whose checkpoint met another process's read transaction exited 1, though the prune was
+    /// committed. It succeeds, says the log was not truncated, and deleted what it said.
+    @Test func aPruneWhoseCheckpointMeetsAReaderSucceedsAndSaysSo() async throws {
+        let fixture = try await fixture(count: 50, checkpointBytes: 1024)
+        // Another process (Python's sqlite3 over the same libsqlite3) holds a read transaction: no checkpoint can
+        // truncate the log past its snapshot.
+        let ready = fixture.directory.file("reader-ready")
+        let reader = Process()
+        reader.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        reader.arguments = [
+            "python3", "-c",
+            """
+            import sqlite3, sys
+            c = sqlite3.connect(sys.argv[1], isolation_level=None)
+            c.execute('BEGIN')
+            c.execute('SELECT count(*) FROM tasks').fetchall()
+            open(sys.argv[2], 'w').close()
+            sys.stdin.read()
+            """,
+            fixture.path, ready,
+        ]
+        // It holds the transaction until its standard input closes.
+        let input = Pipe()
+        reader.standardInput = input
+        try reader.run()
+        defer {
+            try? input.fileHandleForWriting.close()
+            reader.waitUntilExit()
+        }
+        try await poll("the reader to hold its transaction", timeout: .seconds(30)) {
+            FileManager.default.fileExists(atPath: ready)
+        }
+        let result = try await fixture.run(["prune", "--older-than", "7d"], timeout: .seconds(60))
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout.hasPrefix("pruned 50 tasks finished before "), "\(result.stdout)")
+        #expect(result.stderr.contains("the write-ahead log was not truncated"), "\(result.stderr)")
+        #expect(try await fixture.store.roots(TaskQuery()).map(\.id) == ["fresh"])
+    }
+
     @Test func vacuumShrinksTheFileAndItsLog() async throws {
         let fixture = try await fixture(count: 2000, checkpointBytes: 4096)
         try await fixture.store.maintain(.passiveCheckpoint)

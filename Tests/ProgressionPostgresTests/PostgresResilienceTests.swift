@@ -87,8 +87,10 @@ struct PostgresResilienceTests {
 
     static func configuration(_ server: LocalPostgresServer, schema: String = "resilience") -> PostgresTaskStore.Configuration {
         var configuration = server.configuration(schema: schema)
-        configuration.callTimeout = .seconds(2)
-        configuration.connectTimeout = .seconds(2)
+        // Short, so that calls stuck on a dead server end soon; long enough that a loaded machine's calls to a live
+        // one end well within it (2 s was not, in a parallel run: the tests' own reads failed as unavailable).
+        configuration.callTimeout = .seconds(5)
+        configuration.connectTimeout = .seconds(5)
         return configuration
     }
 
@@ -214,11 +216,16 @@ struct PostgresResilienceTests {
     @Test func aStatementTheServerRefusesIsFinalAndOneThatWaitsPastItsDeadlineIsTransient() async throws {
         let server = try Self.server()
         defer { server.stop() }
-        try await PostgresTaskStore.withStore(configuration: Self.configuration(server)) { store in
+        // The refusals on a deadline no loaded machine reaches: what is checked is the server's answer.
+        var patient = Self.configuration(server)
+        patient.callTimeout = .seconds(60)
+        try await PostgresTaskStore.withStore(configuration: patient) { store in
             let syntax = await #expect(throws: TaskStoreError.self) { try await store.queryPlan("SELEC 1") }
             #expect(syntax?.reason == .refused && syntax?.isTransient == false, "\(String(describing: syntax))")
             let missing = await #expect(throws: TaskStoreError.self) { try await store.queryPlan("SELECT * FROM nowhere") }
             #expect(missing?.reason == .refused && missing?.isTransient == false, "\(String(describing: missing))")
+        }
+        try await PostgresTaskStore.withStore(configuration: Self.configuration(server)) { store in
             // A lock held elsewhere past the call's deadline: the call ends (the server's statement_timeout or the
             // client's deadline, whichever comes first), transient.
             let holder = Task.detached {
@@ -232,7 +239,8 @@ struct PostgresResilienceTests {
             let waited = await #expect(throws: TaskStoreError.self) { try await store.owners() }
             #expect(waited?.isTransient == true, "\(String(describing: waited))")
             await holder.value
-            _ = try await store.owners()
+            // Then calls go through again (a few tries: the deadline is short).
+            try await poll("a call after the lock", timeout: .seconds(60)) { (try? await store.owners()) != nil }
         }
         for (state, reason) in [
             ("42601", TaskStoreError.Reason.refused), ("42501", .refused), ("42P01", .refused), ("23505", .conflict),

@@ -54,6 +54,10 @@ extension ExecutionEngine {
                     node.waitsForSlot = true
                     state.enqueue(node)
                 }
+            } else if node.isRoot, node.waitsForSlot {
+                // Paused again while its code waited for a slot: it goes on waiting, in the queue where it is (its
+                // code going on now would run a root on no slot).
+                sequence = try state.transition(node, .resume(codeRunning: false), by: .user, now: now)
             } else {
                 let codeRuns = node.execution != nil || node.phase == .running
                 sequence = try state.transition(node, .resume(codeRunning: codeRuns), by: .user, now: now)

@@ -185,6 +185,10 @@ extension ExecutionEngine {
             state -> (Duration?, Bool, Dispatch, TaskRecord?) in
             state.runQueue.release(handle)
             guard let node = state.nodes[handle] else { return (nil, false, state.dispatch(now: now, monotonicNow: clock.now()), nil) }
+            // Its code has ended: it waits for no slot to go on (a resumed root cancelled while it waited for one).
+            // Left set, the queue entry of that wait would later be taken for this root's next run, whose code
+            // would then wait at its first report for ever (a retried root stuck pending).
+            node.waitsForSlot = false
             let lost = node.effectiveStop?.reason == .leaseLost
             var sleeps = false
             if case .sleeping? = node.stopReason { sleeps = true }
@@ -410,6 +414,7 @@ extension GraphState {
     /// Prepares a root (or a subtask run again) for a new run: its subtasks are found again by name and occurrence,
     /// its progress starts over from what it showed.
     mutating func prepareRun(_ node: TaskNode) {
+        node.waitsForSlot = false
         node.nameCounts = [:]
         node.stopReason = nil
         node.progress.reset(floor: node.record.progress)

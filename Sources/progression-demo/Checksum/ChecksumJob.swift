@@ -18,6 +18,12 @@ struct ChecksumInput: Codable, Sendable, Hashable {
     /// Waits this long before reading each file: slows the demo down for tests and for watching (default 0).
     var fileDelayMilliseconds: Int?
 
+    /// `path` absolute (from the working directory), standardized and with its symbolic links resolved: what a
+    /// submitter stores, so that a worker in another directory (or a run resumed from one) reads the same files.
+    static func canonical(_ path: String) -> String {
+        URL(fileURLWithPath: path).standardizedFileURL.resolvingSymlinksInPath().path
+    }
+
     /// The directory, absolute and without a trailing slash.
     var directoryPath: String {
         URL(fileURLWithPath: directory).standardizedFileURL.path

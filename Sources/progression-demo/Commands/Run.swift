@@ -52,7 +52,11 @@ extension ProgressionDemo {
             ProgressionDemo.bootstrapLogging(level: .warning)
             let output = TerminalOutput()
             let directory = try dataDirectory(output)
-            let input = ChecksumInput(directory: directory, manifest: manifest, fileDelayMilliseconds: fileDelayMilliseconds)
+            // Absolute, canonical paths are stored: a relative one would be read from whichever directory the worker
+            // that resumes the job runs in (issue 22, defect 9).
+            let input = ChecksumInput(
+                directory: ChecksumInput.canonical(directory), manifest: manifest.map(ChecksumInput.canonical),
+                fileDelayMilliseconds: fileDelayMilliseconds)
 
             let executor = try await options.makeExecutor()
             try await executor.start()
@@ -146,7 +150,7 @@ extension ProgressionDemo {
             output.line("Manifest: \(summary.manifest)")
             // A resumed job keeps the manifest path it was submitted with; one asked for now gets a copy.
             if let manifest {
-                let requested = URL(fileURLWithPath: manifest).standardizedFileURL.path
+                let requested = ChecksumInput.canonical(manifest)
                 if requested != summary.manifest {
                     try? FileManager.default.removeItem(atPath: requested)
                     do {

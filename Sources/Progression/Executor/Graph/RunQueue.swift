@@ -56,6 +56,9 @@ struct RunQueue {
         var skipped: [Entry] = []
         defer { for entry in skipped { ready.insert(entry) } }
         while let entry = ready.popMin() {
+            // A root queued twice (resumed, paused and resumed again while it waited) holds its slot already once an
+            // entry gave it one: the other entry is stale, and taking it would give that slot back under it.
+            if slots.contains(entry.handle) { continue }
             if let kind = entry.kind, held.contains(kind) {
                 skipped.append(entry)
                 continue
