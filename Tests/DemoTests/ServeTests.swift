@@ -37,6 +37,40 @@ struct ServeTests {
         #expect(service.stderr.contains("stopped"))
     }
 
+    /// Issue 22, defect 10: the service's log missed "job completed" lines (16 of 3,000) and ran seconds behind, being
+    /// fed by the progress stream, which coalesces. Each of 300 quick jobs logs one line, by the time it is completed.
+    @Test func everyFinishedJobIsLoggedOnce() async throws {
+        let temp = try TemporaryDirectory()
+        var lines: [String] = []
+        for index in 0..<300 {
+            let directory = temp.url.appendingPathComponent("d\(index)")
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            try Data("line \(index)\n".utf8).write(to: directory.appendingPathComponent("f.txt"))
+            lines.append(#"{"kind": "checksum", "input": {"directory": "\#(directory.path)"}}"#)
+        }
+        try Data(lines.joined(separator: "\n").utf8).write(to: temp.url.appendingPathComponent("jobs.jsonl"))
+        let db = temp.file("db.sqlite")
+        let service = try ChildProcess("progression-demo", ["serve", "--db", db, "--concurrency", "8"], in: temp)
+        try await poll("the service to start") { service.stderr.contains("serving checksum jobs") }
+        let submitted = try await ChildProcess.run(
+            "progressctl", ["--db", db, "submit", "--from", temp.file("jobs.jsonl")], in: temp)
+        #expect(submitted.status == 0, "\(submitted.stderr)")
+        let ids = Set(submitted.stdout.split(separator: "\n").map(String.init))
+        #expect(ids.count == 300)
+        let store = try SQLiteTaskStore(path: db)
+        try await poll("the jobs to complete", timeout: .seconds(180)) {
+            try await store.countRoots(TaskQuery(statuses: [.completed])) == 300
+        }
+        // Each job logs its line before its completion is committed: they are all there now, once each.
+        let logged = service.stderr.split(separator: "\n").filter { $0.contains("job completed") }
+        #expect(logged.count == 300, "\(logged.count) lines")
+        let loggedIDs = Set(ids.filter { id in logged.contains { $0.contains("job=\(id)") } })
+        #expect(loggedIDs == ids)
+        service.signal(SIGTERM)
+        #expect(try await service.waitForExit(timeout: .seconds(20)) == 0)
+        await store.close()
+    }
+
     /// Issue 15: SIGTERM in the first moments of `serve` — while it opens its database, before its service group runs —
     /// stops it gracefully (status 0), where the signal's default action used to kill it (143). The database is held
     /// locked so that `serve` stays in its start-up; the signal goes as soon as the process catches SIGTERM.

@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import Progression
 import Synchronization
 
@@ -74,14 +75,23 @@ enum ChecksumJob {
     static let chunkSize = 1 << 20
     static let checkpointInterval: Int64 = 8 << 20
 
-    /// Registers the kind on `executor`: pausable, cancellable and retryable by default.
-    static func register(on executor: TaskExecutor) throws {
+    /// Registers the kind on `executor`: pausable, cancellable and retryable by default. With `logger`, each job
+    /// logs its own completion with its summary, as its code ends: a line per job, in time (a log fed by the progress
+    /// stream, which coalesces, missed jobs that came and went between two graphs, and ran behind).
+    static func register(on executor: TaskExecutor, logger: Logger? = nil) throws {
         try executor.register(kind, input: ChecksumInput.self, options: .interactive.retryable()) { input, context in
-            try await run(input, context: context)
+            let summary = try await run(input, context: context)
+            logger?.info(
+                "job completed",
+                metadata: [
+                    "job": "\(context.taskID)", "files": "\(summary.files)", "skipped": "\(summary.skipped)",
+                    "failed": "\(summary.failures.count)", "manifest": "\(summary.manifest)",
+                ])
         }
     }
 
-    static func run(_ input: ChecksumInput, context: any TaskContext) async throws {
+    @discardableResult
+    static func run(_ input: ChecksumInput, context: any TaskContext) async throws -> JobSummary {
         let started = ContinuousClock.now
         let directory = input.directoryPath
         let manifest = input.manifestPath
@@ -128,6 +138,7 @@ enum ChecksumJob {
             seconds: (ContinuousClock.now - started) / .seconds(1))
         try await context.checkpoint(summary)
         try await context.report(.named("done").progress(1))
+        return summary
     }
 
     /// Pushes a folder's file steps at once; each reads its file when it gets a slot. A failed file step becomes a

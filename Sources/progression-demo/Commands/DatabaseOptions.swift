@@ -37,7 +37,7 @@ struct DatabaseOptions: ParsableArguments {
 
     /// An executor on the database with the demo's job kind registered; its scheduler is not started yet.
     /// The executor on the database; with `logger`, the executor logs its recoveries, claims and control requests.
-    func makeExecutor(logger: Logger? = nil) async throws -> TaskExecutor {
+    func makeExecutor(logger: Logger? = nil, jobLogger: Logger? = nil) async throws -> TaskExecutor {
         var configuration = TaskExecutor.Configuration()
         if let logger { configuration.logger = logger }
         configuration.maxConcurrentTasks = concurrency
@@ -50,7 +50,7 @@ struct DatabaseOptions: ParsableArguments {
         let executor: TaskExecutor
         if DemoDatabase.isPostgres(databasePath) {
             executor = TaskExecutor(store: try await DemoDatabase.openPostgres(databasePath), configuration: configuration)
-            try ChecksumJob.register(on: executor)
+            try ChecksumJob.register(on: executor, logger: jobLogger)
             return executor
         }
         do {
@@ -65,7 +65,7 @@ struct DatabaseOptions: ParsableArguments {
         } catch {
             throw DemoError("cannot open the database '\(databasePath)': \(ProgressionError.describe(error))")
         }
-        try ChecksumJob.register(on: executor)
+        try ChecksumJob.register(on: executor, logger: jobLogger)
         return executor
     }
 }

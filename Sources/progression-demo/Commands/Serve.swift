@@ -42,7 +42,7 @@ extension ProgressionDemo {
                     throw DemoError("the data directory '\(data)' does not exist")
                 }
             }
-            let executor = try await options.makeExecutor(logger: Logger(label: "progression"))
+            let executor = try await options.makeExecutor(logger: Logger(label: "progression"), jobLogger: logger)
             try await executor.start()
             logger.info(
                 "serving checksum jobs",
@@ -63,8 +63,8 @@ extension ProgressionDemo {
     }
 }
 
-/// Logs the jobs of the progress stream: when one starts, every quarter of its progress, and how it ended (with the
-/// job's summary for a completed checksum job).
+/// Logs the jobs of the progress stream: when one starts, every quarter of its progress, and how it ended (a completed
+/// checksum job logs its own end, with its summary).
 struct JobLogger: Service {
     let executor: TaskExecutor
     let logger: Logger
@@ -97,16 +97,9 @@ struct JobLogger: Service {
     private func logEnd(_ root: TaskSnapshot, metadata: Logger.Metadata) async {
         switch root.status {
         case .completed:
-            var details = metadata
-            if let data = try? await executor.store.task(id: root.id)?.checkpoint,
-                let summary = try? JSONDecoder().decode(JobSummary.self, from: data)
-            {
-                details["files"] = "\(summary.files)"
-                details["skipped"] = "\(summary.skipped)"
-                details["failed"] = "\(summary.failures.count)"
-                details["manifest"] = "\(summary.manifest)"
-            }
-            logger.info("job completed", metadata: details)
+            // A checksum job logs its own completion, with its summary (see ChecksumJob.register).
+            guard root.kind != ChecksumJob.kind else { return }
+            logger.info("job completed", metadata: metadata)
         default:
             logger.warning(
                 "job \(root.status)",
