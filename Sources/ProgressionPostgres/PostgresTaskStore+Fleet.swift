@@ -262,6 +262,19 @@ extension PostgresTaskStore {
         }
     }
 
+    package func forgetIdleOwners(_ ids: [String]) async throws -> Int {
+        guard !ids.isEmpty else { return 0 }
+        return try await write { [self] connection in
+            try await rows(
+                """
+                DELETE FROM \(names.owners) AS o WHERE o.id = ANY($1::text[]) AND NOT EXISTS (
+                  SELECT 1 FROM \(names.tasks) t WHERE t.parent_id IS NULL AND t.finished_at IS NULL AND t.owner_id = o.id)
+                RETURNING 1
+                """, bindings(ids), connection: connection
+            ) { try $0.decode(Int.self) }.count
+        }
+    }
+
     // MARK: Partial failure
 
     /// How many failed subtasks each of these roots has; roots without any are left out.

@@ -1,3 +1,4 @@
+#if PostgreSQL
 import Foundation
 import Synchronization
 
@@ -137,3 +138,4 @@ package final class TCPProxy: Sendable {
         return address
     }
 }
+#endif

@@ -19,6 +19,23 @@ import Testing
         #expect(text.escapedForTerminal == expected)
     }
 
+    /// Issue 20: one 1 MB task name made `list` print 107 MB (every row padded to the longest name). A cell is cut
+    /// at 60 cells; `--json` keeps the whole name.
+    @Test func aHugeNameIsCutInTheListAndWholeInJSON() async throws {
+        let fixture = try Fixture()
+        let huge = String(repeating: "n", count: 1_000_000)
+        try await fixture.root("big", name: huge)
+        for index in 0..<20 { try await fixture.root("small-\(index)", name: "small \(index)") }
+        let list = try await fixture.run(["list"])
+        #expect(list.status == 0, "\(list.stderr)")
+        #expect(list.stdout.utf8.count < 20_000, "\(list.stdout.utf8.count) bytes")
+        let lines = list.stdout.split(separator: "\n")
+        #expect(lines.filter { $0.hasPrefix("small-") }.count == 20)
+        #expect(lines.contains { $0.hasPrefix("big") && $0.contains(String(repeating: "n", count: 59) + "…") })
+        let json = try await fixture.run(["list", "--json"])
+        #expect(json.status == 0 && json.stdout.contains(huge))
+    }
+
     @Test func aTSVFieldAlsoEscapesBackslashesSoItReadsBack() {
         #expect("a\tb\\c\nd".escapedForTSVField == "a\\tb\\\\c\\nd")
         #expect("plain".escapedForTSVField == "plain")

@@ -69,9 +69,15 @@ extension ExecutionEngine {
         }
         let staleAfter = configuration.ownerStaleAfter
         let host = configuration.hostName
-        let dead = try await store.owners().filter { owner in
+        var dead = try await store.owners().filter { owner in
             owner.id != ownerID && !owner.liveness(now: now, staleAfter: staleAfter, host: host).isAlive
         }.map(\.id)
+        // Dead owners that hold nothing unfinished are deleted (a restarted service leaves one per run, and each
+        // would be read by every claim); one that comes back is recorded again by its next heartbeat.
+        if !dead.isEmpty, (try? await store.forgetIdleOwners(dead)) ?? 0 > 0 {
+            let remaining = Set(try await store.owners().map(\.id))
+            dead.removeAll { !remaining.contains($0) }
+        }
         ownerCache.withLock { $0 = (now, dead) }
         return dead
     }

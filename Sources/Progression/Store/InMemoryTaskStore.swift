@@ -344,6 +344,16 @@ public actor InMemoryTaskStore: TaskStoreBackend {
         return state.schedules.removeValue(forKey: name) != nil
     }
 
+    package func forgetIdleOwners(_ ids: [String]) -> Int {
+        let holding = Set(state.tasks.values.lazy.filter { $0.isRoot && !$0.status.isFinished }.compactMap(\.ownerID))
+        var forgotten = 0
+        for id in Set(ids) where !holding.contains(id) {
+            if state.owners.removeValue(forKey: id) != nil { forgotten += 1 }
+        }
+        if forgotten > 0 { state.changes += 1 }
+        return forgotten
+    }
+
     /// How many failed subtasks each of these roots has; roots without any are left out.
     public func failedSteps(ofRoots ids: [String]) -> [String: Int] {
         var counts: [String: Int] = [:]

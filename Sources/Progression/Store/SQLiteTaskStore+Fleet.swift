@@ -243,6 +243,20 @@ extension SQLiteTaskStore {
         }
     }
 
+    package func forgetIdleOwners(_ ids: [String]) async throws -> Int {
+        guard !ids.isEmpty else { return 0 }
+        let list = String(decoding: try JSONEncoder().encode(ids), as: UTF8.self)
+        return try await write { connection in
+            // The unfinished roots an owner holds are found by tasks_roots_unfinished (owner_id first).
+            try connection.execute(
+                """
+                DELETE FROM owners WHERE id IN (SELECT value FROM json_each(?)) AND NOT EXISTS (
+                  SELECT 1 FROM tasks WHERE parent_id IS NULL AND finished_at IS NULL AND owner_id = owners.id)
+                """, [.text(list)])
+            return connection.changes
+        }
+    }
+
     // MARK: Partial failure
 
     public func failedSteps(ofRoots ids: [String]) async throws -> [String: Int] {

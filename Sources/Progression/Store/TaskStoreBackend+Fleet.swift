@@ -177,6 +177,11 @@ package protocol FleetStore: Sendable {
 
     /// Deletes a schedule (its jobs stay). Returns whether there was one.
     func removeSchedule(_ name: String) async throws -> Bool
+
+    /// Deletes the owners among `ids` (dead ones) that hold no unfinished root: every claim would read them again,
+    /// and a service that restarts often leaves one per run. Their finished tasks keep the id; their history stays.
+    /// Returns how many were deleted.
+    func forgetIdleOwners(_ ids: [String]) async throws -> Int
 }
 
 extension ScheduleFire {
@@ -283,5 +288,9 @@ extension FleetStoreForwarding {
     }
     package func removeSchedule(_ name: String) async throws -> Bool {
         try await forwardFleet(writes: true) { try await $0.removeSchedule(name) }
+    }
+
+    package func forgetIdleOwners(_ ids: [String]) async throws -> Int {
+        try await forwardFleet(writes: true) { try await $0.forgetIdleOwners(ids) }
     }
 }

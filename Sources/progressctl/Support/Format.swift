@@ -51,8 +51,23 @@ extension Format {
     /// Widths are counted in terminal cells (``TerminalWidth``: East Asian wide characters and emoji take two, combining
     /// marks none), so columns line up after names in any script; the colours of ``Terminal/paint(_:_:)`` take no
     /// room. A control character left in a cell is written escaped (``printableCell(_:)``).
+    /// The widest a table cell is shown, except in the last column (``table(header:rows:)``); `show` and `--json`
+    /// give whole values.
+    static let maxCellWidth = 60
+
     static func table(header: [String], rows: [[String]]) -> [String] {
-        let all = ([header] + rows).map { $0.map(printableCell) }
+        // A column other than the last is cut at `maxCellWidth` cells (with `…`): every row is padded to its widest
+        // cell, so one huge name (a megabyte) made every line that wide. The last column is not padded: it stays whole.
+        // Colour sequences are only in short cells (a status), which are never cut.
+        let all = ([header] + rows).map { row in
+            row.enumerated().map { index, cell in
+                let printable = printableCell(cell)
+                guard index < row.count - 1, !printable.contains("\u{1B}"), printable.visibleWidth > maxCellWidth else {
+                    return printable
+                }
+                return TerminalWidth.truncate(printable, to: maxCellWidth)
+            }
+        }
         let columns = all.map(\.count).max() ?? 0
         var widths = Array(repeating: 0, count: columns)
         for row in all {

@@ -470,4 +470,24 @@ struct TaskStoreTests {
         let handled = try #require(try await store.controlRequest(id: first))
         #expect(handled.outcome == "applied" && handled.handledAt == t0.addingTimeInterval(1))
     }
+
+    /// Issue 20: dead owners accumulated (30 after 30 kills, read by every claim). Those that hold no unfinished root
+    /// are deleted; one that holds a running root stays until it is claimed; one not asked for stays.
+    @Test(arguments: StoreKind.allCases)
+    func deadOwnersThatHoldNothingUnfinishedAreForgotten(kind: StoreKind) async throws {
+        let directory = try TemporaryDirectory()
+        let store = try kind.make(in: directory)
+        let t0 = Date(timeIntervalSince1970: 1_700_000_000)
+        for id in ["holding", "finished", "idle", "alive"] {
+            try await store.saveOwner(OwnerRecord(id: id, host: "h", pid: 1, startedAt: t0, heartbeatAt: t0))
+        }
+        let running = makeRecord(id: "r1", status: .running, owner: "holding")
+        try await store.insert(
+            [running, makeRecord(id: "r1.1", parent: running, status: .completed, owner: "finished"),
+             makeRecord(id: "r2", status: .completed, owner: "finished")], events: [])
+        #expect(try await store.forgetIdleOwners(["holding", "finished", "idle", "unknown"]) == 2)
+        #expect(Set(try await store.owners().map(\.id)) == ["holding", "alive"])
+        #expect(try await store.task(id: "r2")?.ownerID == "finished", "finished tasks keep the id")
+        #expect(try await store.forgetIdleOwners([]) == 0)
+    }
 }
