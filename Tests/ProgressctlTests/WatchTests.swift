@@ -39,6 +39,21 @@ import Testing
         #expect(!result.stdout.contains("\u{1B}["), "no redraw without a terminal")
     }
 
+    /// Issue 23: a delayed job reads as scheduled in watch as in list, until it runs.
+    @Test func aDelayedJobIsShownAsScheduled() async throws {
+        let fixture = try Fixture()
+        let later = Date().addingTimeInterval(3_600)
+        try await fixture.store.insert(
+            [TaskRecord(id: "d1", name: "later", kind: "import", input: Data("{}".utf8), status: .pending,
+                        createdAt: fixture.start, nextAttemptAt: later)], events: [])
+        let watch = try CLI.start(["--db", fixture.path, "watch", "d1"], in: fixture.directory)
+        #expect(await eventually { watch.stdout.contains("d1 scheduled ") }, "\(watch.stdout)")
+        try await finish("d1", .completed, in: fixture)
+        let result = try await watch.outcome(timeout: .seconds(10))
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(lines(result.stdout).first?.hasPrefix("d1 scheduled ") == true, "\(result.stdout)")
+    }
+
     @Test func withAllItPrintsTheChangesOfEveryTaskOfTheTree() async throws {
         let fixture = try Fixture()
         let root = try await fixture.root("w2", status: .running, progress: 0.1, step: "load")

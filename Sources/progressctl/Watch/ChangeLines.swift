@@ -27,7 +27,7 @@ struct ChangeLines {
         var lines: [String] = []
         for tree in ordered {
             for (index, node) in tree.enumerated() where all || index == 0 {
-                let state = "\(node.status)|\(Format.percent(node.progress))|\(node.step ?? "")"
+                let state = "\(node.displayStatus)|\(Format.percent(node.progress))|\(node.step ?? "")"
                 guard printed[node.id] != state else { continue }
                 printed[node.id] = state
                 let rate = index == 0 ? rates.rate(of: node) : nil
@@ -41,7 +41,7 @@ struct ChangeLines {
 
     /// `id status percent step`, and `rate R eta T` when the rate is known.
     static func textLine(_ node: TaskRecord, rate: Double?, timeLeft: TimeInterval?) -> String {
-        var fields = [node.id, node.status.rawValue, Format.percent(node.progress), node.step ?? "-"]
+        var fields = [node.id, node.displayStatus, Format.percent(node.progress), node.step ?? "-"]
         if rate != nil { fields += ["rate", Format.rate(rate), "eta", Format.timeLeft(timeLeft)] }
         return TerminalWidth.printable(fields.joined(separator: " "))
     }

@@ -57,7 +57,7 @@ extension Dashboard {
                     continue
                 }
                 stepWanted = max(stepWanted, TerminalWidth.width(of: record.step ?? ""))
-                statusWanted = max(statusWanted, record.status.rawValue.count)
+                statusWanted = max(statusWanted, record.displayStatus.count)
             }
             var columns = Columns(total: width)
             columns.bar = width >= 100 ? 10 : 8
@@ -125,7 +125,7 @@ extension Dashboard {
             add(rate, width: self.rate, gap: 2, alignRight: true)
             add(timeLeft, width: self.timeLeft, gap: self.rate > 0 ? 1 : 2, alignRight: true)
             add(record.step ?? "", width: step, gap: 2)
-            add(record.status.rawValue, width: status, gap: 2, color: Format.color(of: record.status))
+            add(record.displayStatus, width: status, gap: 2, color: Format.color(of: record.status))
             add(id, width: self.id, gap: 2)
             return line + String(repeating: " ", count: max(0, total - cells))
         }
