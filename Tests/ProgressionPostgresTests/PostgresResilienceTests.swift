@@ -368,8 +368,18 @@ struct PostgresResilienceTests {
                 try await poll("host-b to take every job", timeout: .seconds(60)) {
                     try await jobs.asyncAllSatisfy { job in try await storeB.task(id: job)?.ownerID == b.ownerID }
                 }
-                let takenAfter = Date().timeIntervalSince(cutAt)
-                #expect(takenAfter >= 1.5, "taken \(takenAfter) s after the cut, before host-a's heartbeat went stale")
+                // Taken only once host-a's heartbeat was stale: its last one (it cannot write while cut, and on a
+                // loaded machine it may have stopped before the cut, its writes failing) is at least `staleAfter`
+                // before each job's recovery by host-b.
+                let lastHeartbeat = try #require(try await storeB.owners().first { $0.id == a.ownerID }?.heartbeatAt)
+                for job in jobs {
+                    let recovered = try await storeB.events(EventQuery(taskID: job, kinds: [.recovered]))
+                        .filter { $0.taskID == job }.map(\.at)
+                    let takenAt = try #require(recovered.max(), "\(job) has no recovered event")
+                    #expect(
+                        takenAt.timeIntervalSince(lastHeartbeat) >= 1.95,
+                        "\(job) taken \(takenAt.timeIntervalSince(lastHeartbeat)) s after host-a's last heartbeat")
+                }
                 proxy.heal()
                 // Its writes for them are rejected: it stops them and forgets them.
                 try await poll("host-a to stop the jobs it lost", timeout: .seconds(60)) {

@@ -68,11 +68,13 @@ struct DiskFullTests {
         let ledger = LedgerFile(path: directory.file("ledger.txt"))
         let worker = try WorkerProcess(
             db: db, ledger: ledger.path,
-            ["--submit-batch", "12", "--iterations", "300", "--delay", "10", "--concurrency", "4", "--exit-when-idle"])
-        // Long jobs (about 3 s each, 4 at a time): the disk fills up while they run.
+            ["--submit-batch", "12", "--iterations", "600", "--delay", "10", "--concurrency", "4", "--exit-when-idle"])
+        // Long jobs (about 18 s each, 4 at a time): the disk fills up while they run. Their writes fail once the
+        // write-ahead log must grow past the size it had (a checkpoint into a database that cannot grow fails
+        // first, silently): that takes seconds of progress writes, more on a loaded machine.
         try await waitUntil("the jobs to run", timeout: .seconds(60)) { ledger.lines.contains { $0.hasPrefix("iter ") } }
         let filler = disk.fill()
-        try await waitUntil("the worker to see the full disk", timeout: .seconds(60)) {
+        try await waitUntil("the worker to see the full disk", timeout: .seconds(120)) {
             ledger.lines.contains("storage failing")
         }
         var readOnly = SQLiteTaskStore.Configuration()
@@ -80,7 +82,7 @@ struct DiskFullTests {
         let store = try SQLiteTaskStore(path: db, configuration: readOnly)
         #expect(try await store.roots(TaskQuery(statuses: [.failed, .cancelled])).isEmpty, "no job failed of it")
         unlink(filler)
-        #expect(try await worker.waitForExit(timeout: .seconds(120)) == 0)
+        #expect(try await worker.waitForExit(timeout: .seconds(240)) == 0)
         #expect(ledger.lines.contains("storage healthy"))
         let roots = try await store.roots(TaskQuery(limit: 100))
         #expect(roots.count == 12 && roots.allSatisfy { $0.status == .completed }, "\(roots.map(\.status))")
