@@ -372,10 +372,16 @@ struct PostgresResilienceTests {
                 // loaded machine it may have stopped before the cut, its writes failing) is at least `staleAfter`
                 // before each job's recovery by host-b.
                 let lastHeartbeat = try #require(try await storeB.owners().first { $0.id == a.ownerID }?.heartbeatAt)
+                // The claim commits first; host-b writes each job's `recovered` event in a batch after it.
+                func recoveries(_ job: String) async throws -> [Date] {
+                    try await storeB.events(EventQuery(taskID: job, kinds: [.recovered])).filter { $0.taskID == job }
+                        .map(\.at)
+                }
+                try await poll("host-b to record the recoveries", timeout: .seconds(60)) {
+                    try await jobs.asyncAllSatisfy { job in try await !recoveries(job).isEmpty }
+                }
                 for job in jobs {
-                    let recovered = try await storeB.events(EventQuery(taskID: job, kinds: [.recovered]))
-                        .filter { $0.taskID == job }.map(\.at)
-                    let takenAt = try #require(recovered.max(), "\(job) has no recovered event")
+                    let takenAt = try #require(try await recoveries(job).max(), "\(job) has no recovered event")
                     #expect(
                         takenAt.timeIntervalSince(lastHeartbeat) >= 1.95,
                         "\(job) taken \(takenAt.timeIntervalSince(lastHeartbeat)) s after host-a's last heartbeat")
