@@ -72,7 +72,7 @@ enum ReportLatency {
         let scratch = try ScratchDirectory()
         defer { scratch.remove() }
         let opened = try kind.makeStore(in: scratch)
-        let executor = TaskExecutor(store: opened.store)
+        let executor = try TaskExecutor(store: opened.store)
         let output = SharedValue<Result<[Double], any Error>?>(nil)
         let id = try await executor.addTask(name: "latency") { context in
             do {

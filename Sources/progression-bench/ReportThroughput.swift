@@ -101,7 +101,7 @@ enum ReportThroughput {
         let opened = try kind.makeStore(in: scratch)
         var configuration = TaskExecutor.Configuration()
         configuration.maxConcurrentTasks = tasks  // every reporter runs at once
-        let executor = TaskExecutor(store: opened.store, configuration: configuration)
+        let executor = try TaskExecutor(store: opened.store, configuration: configuration)
         let ready = Latch(count: tasks)
         let start = Latch(count: 1)
         let finished = Latch(count: tasks)

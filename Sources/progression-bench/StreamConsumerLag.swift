@@ -12,7 +12,7 @@ enum StreamConsumerLag {
         let scratch = try ScratchDirectory()
         defer { scratch.remove() }
         let opened = try StoreKind.sqlite.makeStore(in: scratch)
-        let executor = TaskExecutor(store: opened.store)
+        let executor = try TaskExecutor(store: opened.store)
         let producerDone = Flag()
         let stream = executor.progressStream
         let consumer = Task { () -> (received: Int, bufferedAtEnd: Int) in

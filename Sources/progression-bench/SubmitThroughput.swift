@@ -32,7 +32,7 @@ enum SubmitThroughput {
         var configuration = TaskExecutor.Configuration()
         configuration.completedTaskVisibility = .milliseconds(100)
         configuration.maxConcurrentTasks = concurrency
-        let executor = TaskExecutor(store: opened.store, configuration: configuration)
+        let executor = try TaskExecutor(store: opened.store, configuration: configuration)
         let elapsed = try await submitAll(count: count, concurrency: concurrency) { index in
             let id = try await executor.addTask(name: "trivial-\(index)") { _ in }
             await executor.waitForTask(id)
@@ -143,7 +143,7 @@ enum SubmitThroughput {
         configuration.maxConcurrentTasks = concurrency
         let statistics = WriterStatistics()
         configuration.metricsFactory = statistics
-        let executor = TaskExecutor(store: opened.store, configuration: configuration)
+        let executor = try TaskExecutor(store: opened.store, configuration: configuration)
         let done = Latch(count: count)
         try executor.register("noop", input: NoopInput.self) { _, _ in done.arrive() }
         let start = ContinuousClock.now

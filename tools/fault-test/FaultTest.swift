@@ -119,7 +119,7 @@ struct FaultTest: AsyncParsableCommand {
         configuration.shutdownGracePeriod = .seconds(5)
         configuration.completedTaskVisibility = .milliseconds(200)
         configuration.logger = Logger(label: "fault-test-\(generation)")
-        let executor = TaskExecutor(store: store, configuration: configuration)
+        let executor = try TaskExecutor(store: store, configuration: configuration)
         try executor.register("faulty", input: Input.self, options: .interactive.retryable()) { input, context in
             let job = context.taskID
             var done = try context.lastCheckpoint(as: Int.self) ?? 0

@@ -104,14 +104,25 @@ public actor TaskExecutor {
     var started = false
     var isShutDown = false
 
-    /// An executor on `store`: a ``SQLiteTaskStore``, an ``InMemoryTaskStore``, or `PostgresTaskStore`.
+    /// An executor on a SQLite database.
+    public init(store: SQLiteTaskStore, configuration: Configuration = .init()) {
+        self.init(backend: store, configuration: configuration)
+    }
+
+    /// An executor on a store in memory (tests, and tasks that need not survive the process).
+    public init(store: InMemoryTaskStore, configuration: Configuration = .init()) {
+        self.init(backend: store, configuration: configuration)
+    }
+
+    /// An executor on a store known only as a ``TaskStore`` (one opened from a URL, say): this package's stores
+    /// (``SQLiteTaskStore``, ``InMemoryTaskStore``, `PostgresTaskStore`) run tasks; any other is refused.
     ///
-    /// - Precondition: `store` is one of this package's stores (their write side is the package's own).
-    public init(store: any TaskStore, configuration: Configuration = .init()) {
+    /// - Throws: ``ProgressionError/unsupportedStore(_:)`` for a store of another type: the executor's write side
+    ///   (claims, fencing, one writer) is the package's own, and a ``TaskStore`` of yours can be read by
+    ///   `progressctl` and the console but cannot run tasks.
+    public init(store: any TaskStore, configuration: Configuration = .init()) throws(ProgressionError) {
         guard let backend = store as? any TaskStoreBackend else {
-            preconditionFailure(
-                "TaskExecutor needs a store of the Progression package (SQLiteTaskStore, InMemoryTaskStore, "
-                    + "PostgresTaskStore), not \(type(of: store))")
+            throw .unsupportedStore(String(describing: type(of: store)))
         }
         self.init(backend: backend, configuration: configuration)
     }

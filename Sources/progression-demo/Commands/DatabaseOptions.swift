@@ -49,7 +49,7 @@ struct DatabaseOptions: ParsableArguments {
         configuration.heartbeatInterval = min(.seconds(2), .milliseconds(Int64(ownerStaleAfter * 1000 / 4)))
         let executor: TaskExecutor
         if DemoDatabase.isPostgres(databasePath) {
-            executor = TaskExecutor(store: try await DemoDatabase.openPostgres(databasePath), configuration: configuration)
+            executor = try TaskExecutor(store: try await DemoDatabase.openPostgres(databasePath), configuration: configuration)
             try ChecksumJob.register(on: executor, logger: jobLogger)
             return executor
         }

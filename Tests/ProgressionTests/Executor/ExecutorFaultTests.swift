@@ -45,7 +45,7 @@ struct ExecutorFaultTests {
     /// once the completion is committed, however long the store fails.
     @Test func aPushReturnsOnlyOnceItsCompletionIsCommitted() async throws {
         let faulty = FaultInjectingStore(wrapping: InMemoryTaskStore())
-        let executor = TaskExecutor(store: faulty, configuration: Self.configuration())
+        let executor = try TaskExecutor(store: faulty, configuration: Self.configuration())
         let release = Gate()
         let storedWhenReturned = Recorder<TaskStatus?>()
         let id = try await executor.addTask(name: "root") { context in
@@ -75,7 +75,7 @@ struct ExecutorFaultTests {
         let warnings = Warnings()
         var configuration = Self.configuration(warnings: warnings)
         configuration.maxConcurrentTasks = 4
-        let executor = TaskExecutor(store: faulty, configuration: configuration)
+        let executor = try TaskExecutor(store: faulty, configuration: configuration)
         struct Input: Codable, Sendable { var number: Int }
         let midway = Counter()
         try executor.register("work", input: Input.self, options: .default.retryable()) { input, context in
@@ -121,7 +121,7 @@ struct ExecutorFaultTests {
             }, events: [])
         let faulty = FaultInjectingStore(wrapping: store)
         faulty.plan.failTree(of: "job3", times: 2)
-        let executor = TaskExecutor(store: faulty, configuration: Self.configuration())
+        let executor = try TaskExecutor(store: faulty, configuration: Self.configuration())
         struct Input: Codable, Sendable {}
         let ran = Recorder<String>()
         try executor.register("noop", input: Input.self) { _, context in ran.append(context.taskID) }

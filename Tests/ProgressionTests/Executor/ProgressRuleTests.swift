@@ -248,7 +248,7 @@ struct ProgressRuleTests {
         }
         var configuration = TaskExecutor.Configuration()
         configuration.completedTaskVisibility = .seconds(600)
-        let first = TaskExecutor(store: store, configuration: configuration)
+        let first = try TaskExecutor(store: store, configuration: configuration)
         try register(first, stopAtHalf: true)
         let id = try await first.submit("count", input: Input())
         await halfway.wait()
@@ -256,7 +256,7 @@ struct ProgressRuleTests {
         #expect(try await store.task(id: id)?.status == .pending)
         #expect(try await store.task(id: id)?.progress == 0.5)
 
-        let second = TaskExecutor(store: store, configuration: configuration)
+        let second = try TaskExecutor(store: store, configuration: configuration)
         try register(second, stopAtHalf: false)
         try await second.start()
         try await second.runEnded(id)
@@ -273,7 +273,7 @@ struct ProgressRuleTests {
         configuration.clock = clock
         configuration.completedTaskVisibility = .seconds(600)
         configuration.writeWindow = .milliseconds(1)
-        let executor = TaskExecutor(store: try StoreKind.sqlite.make(in: directory), configuration: configuration)
+        let executor = try TaskExecutor(store: try StoreKind.sqlite.make(in: directory), configuration: configuration)
         let step = Gate(), stepped = Gate(), finish = Gate()
         let id = try await executor.addTask(name: "root") { context in
             try await context.report(.total(2))
@@ -341,7 +341,7 @@ struct ProgressRuleTests {
         configuration.clock = clock
         configuration.completedTaskVisibility = .seconds(600)
         configuration.writeWindow = .milliseconds(1)
-        let executor = TaskExecutor(store: try StoreKind.sqlite.make(in: directory), configuration: configuration)
+        let executor = try TaskExecutor(store: try StoreKind.sqlite.make(in: directory), configuration: configuration)
         let go = (0...5).map { _ in Gate() }, reached = (0...5).map { _ in Gate() }
         let id = try await executor.addTask(name: "steady", options: .interactive) { context in
             try await context.report(.total(100))

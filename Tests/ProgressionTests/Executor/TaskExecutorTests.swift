@@ -37,13 +37,13 @@ struct TaskExecutorTests {
     func aDuplicateIDIsRefusedAndTheStoredTaskIsLeftAlone(kind: StoreKind) async throws {
         let directory = try TemporaryDirectory()
         let store = try kind.make(in: directory)
-        let first = TaskExecutor(store: store)
+        let first = try TaskExecutor(store: store)
         try await first.addTask(name: "first", id: "same") { _ in }
         await #expect(throws: ProgressionError.self) { try await first.addTask(name: "again", id: "same") { _ in } }
         try await first.runEnded("same")
         await first.shutdown()
         // Another executor on the same store: the row exists, the insert finds the id taken.
-        let second = TaskExecutor(store: store)
+        let second = try TaskExecutor(store: store)
         let error = await #expect(throws: ProgressionError.self) {
             try await second.addTask(name: "second", id: "same") { _ in }
         }
@@ -302,6 +302,44 @@ struct TaskExecutorTests {
         await executor.shutdown()
     }
 
+    /// A `TaskStore` of the user's own can be read but cannot run tasks: the executor refuses it with a typed error
+    /// (it used to stop the process), and takes any of the package's stores known only as `any TaskStore`.
+    @Test func aStoreOfAnotherTypeIsRefusedAndThePackagesStoresAreTakenAsAnyTaskStore() async throws {
+        struct ReadingStore: TaskStore {
+            let base = InMemoryTaskStore()
+            func task(id: String) async throws -> TaskRecord? { await base.task(id: id) }
+            func tree(of id: String) async throws -> [TaskRecord] { await base.tree(of: id) }
+            func roots(_ query: TaskQuery) async throws -> [TaskRecord] { await base.roots(query) }
+            func countRoots(_ query: TaskQuery, upTo bound: Int?) async throws -> Int {
+                await base.countRoots(query, upTo: bound)
+            }
+            func events(_ query: EventQuery) async throws -> [TaskEvent] { await base.events(query) }
+            func root(kind: String, idempotencyKey: String) async throws -> TaskRecord? {
+                await base.root(kind: kind, idempotencyKey: idempotencyKey)
+            }
+            func taskIDs(withPrefix prefix: String, rootsOnly: Bool, limit: Int) async throws -> [String] {
+                await base.taskIDs(withPrefix: prefix, rootsOnly: rootsOnly, limit: limit)
+            }
+            func statistics() async throws -> TaskStoreStatistics { await base.statistics() }
+            func failedSteps(ofRoots ids: [String]) async throws -> [String: Int] {
+                await base.failedSteps(ofRoots: ids)
+            }
+        }
+        let foreign: any TaskStore = ReadingStore()
+        #expect {
+            _ = try TaskExecutor(store: foreign)
+        } throws: { error in
+            guard case .unsupportedStore(let type) = error as? ProgressionError else { return false }
+            return type == "ReadingStore" && "\(error)".contains("cannot run tasks on a ReadingStore")
+        }
+        let directory = try TemporaryDirectory()
+        let ours: any TaskStore = try SQLiteTaskStore(path: directory.file("any.sqlite"))
+        let executor = try TaskExecutor(store: ours)
+        let id = try await executor.addTask(name: "runs") { context in try await context.report(.progress(1)) }
+        #expect(try await executor.finished(id).status == .completed)
+        await executor.shutdown()
+    }
+
     @Test func retryingRightAfterACancelKeepsTheNewRunVisible() async throws {
         let directory = try TemporaryDirectory()
         let executor = try makeExecutor(.sqlite, in: directory)
@@ -439,7 +477,7 @@ struct TaskExecutorTests {
         var configuration = TaskExecutor.Configuration()
         configuration.publishInterval = .milliseconds(50)
         configuration.completedTaskVisibility = .seconds(600)
-        let executor = TaskExecutor(store: try StoreKind.memory.make(in: directory), configuration: configuration)
+        let executor = try TaskExecutor(store: try StoreKind.memory.make(in: directory), configuration: configuration)
         let stream = executor.progressStream
         let reports = 200_000
         let clock = ContinuousClock()
@@ -486,7 +524,7 @@ struct VisibilityTests {
         let directory = try TemporaryDirectory()
         var configuration = TaskExecutor.Configuration()
         configuration.completedTaskVisibility = .milliseconds(100)
-        let executor = TaskExecutor(store: try StoreKind.sqlite.make(in: directory), configuration: configuration)
+        let executor = try TaskExecutor(store: try StoreKind.sqlite.make(in: directory), configuration: configuration)
         let done = try await executor.addTask(name: "done") { context in
             try await context.push("child") { _ in }
         }

@@ -30,5 +30,5 @@ func makeExecutor(_ kind: StoreKind, in directory: TemporaryDirectory) throws ->
     configuration.completedTaskVisibility = .seconds(600)
     configuration.publishInterval = .milliseconds(5)
     configuration.writeWindow = .milliseconds(5)
-    return TaskExecutor(store: try kind.make(in: directory), configuration: configuration)
+    return try TaskExecutor(store: try kind.make(in: directory), configuration: configuration)
 }

@@ -7,4 +7,11 @@ extension JobClient {
         self.init(backend: store, configuration: configuration)
     }
 }
+
+extension TaskExecutor {
+    /// An executor on a PostgreSQL database: several hosts run the jobs of one database.
+    public init(store: PostgresTaskStore, configuration: Configuration = .init()) {
+        self.init(backend: store, configuration: configuration)
+    }
+}
 #endif
