@@ -73,7 +73,7 @@ extension PostgresTaskStore {
             options: options, status: status, progress: try double(10), step: try text(11),
             weight: try cells[12].decode(Double.self), attempt: try int(13), interruptions: try int(14),
             errorType: try text(15), errorDescription: try text(16), result: try bytes(17), checkpoint: try bytes(18),
-            ownerID: try text(19), leaseExpiresAt: try date(20), priority: try int(21), createdAt: createdAt,
+            ownerID: try text(19), priority: try int(21), createdAt: createdAt,
             startedAt: try date(23), updatedAt: updatedAt, finishedAt: try date(25), nextAttemptAt: try date(26),
             total: try double(27), rate: try double(28))
     }
@@ -150,7 +150,7 @@ extension PostgresTaskStore {
         add(records.map { $0.result.map { ByteBuffer(bytes: $0) } })
         add(records.map { $0.checkpoint.map { ByteBuffer(bytes: $0) } })
         add(records.map(\.ownerID))
-        add(records.map { $0.leaseExpiresAt?.storedMilliseconds })
+        add(records.map { _ -> Int64? in nil })  // lease_expires_at: unused (an owner's hold is its heartbeat)
         add(records.map { Optional(Int32(clamping: $0.priority)) })
         add(records.map { Optional($0.createdAt.storedMilliseconds) })
         add(records.map { $0.startedAt?.storedMilliseconds })

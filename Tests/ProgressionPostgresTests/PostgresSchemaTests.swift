@@ -155,11 +155,11 @@ struct PostgresSchemaTests {
         let listener = try await Self.open(schema) { $0.changePollInterval = .seconds(3600) }
         defer { Task { await writer.close(); await listener.close() } }
         let before = try await listener.changeCounter()
-        let start = ContinuousClock.now
         _ = try await writer.addControlRequest(
             ControlRequest(taskID: "t", action: .pause, ownerID: "o", requestedAt: Date()))
-        try await poll("the notification", timeout: .seconds(1)) { try await listener.changeCounter() != before }
-        #expect(ContinuousClock.now - start < .seconds(1))
+        // The listener's fallback poll is an hour away: a change seen within this (load-proof) deadline came by
+        // the notification.
+        try await poll("the notification", timeout: .seconds(60)) { try await listener.changeCounter() != before }
     }
 
     @Test func executorsClaimingAtOnceTakeDisjointRootsByPriorityThenAge() async throws {

@@ -8,7 +8,28 @@ extension ExecutionEngine {
     struct ResultCodec<T>: Sendable {
         let encode: @Sendable (T) throws -> Data
         let decode: @Sendable (Data) throws -> T
+
+        /// JSON for a `T` that is `Codable`, found at run time (not by the caller's overload), so that a subtask's
+        /// value is stored whether or not the code that pushed it knew its type was `Codable`; `nil` for any other `T`.
+        static func json(_ type: T.Type) -> ResultCodec<T>? {
+            guard let codable = type as? any Codable.Type else { return nil }
+            return ResultCodec(
+                encode: { value in
+                    // `T` conforms to `Codable`, so every `T` value is `Encodable`.
+                    guard let encodable = value as? any Encodable else { throw ResultCodecError.notCodable }
+                    return try JSONEncoder().encode(encodable)
+                },
+                decode: { data in
+                    guard let value = try JSONDecoder().decode(codable, from: data) as? T else {
+                        throw ResultCodecError.notCodable
+                    }
+                    return value
+                })
+        }
     }
+
+    /// A value that the codec of its type could not encode or decode as that type (cannot happen for a `Codable` `T`).
+    enum ResultCodecError: Error { case notCodable }
 
     /// Runs the child `name` of `parent`, or returns its stored result when it completed in an earlier run. Returns
     /// (or throws) once the child's end is committed.

@@ -50,14 +50,12 @@ public protocol TaskContext: AnyObject, Sendable {
         _ step: @escaping @Sendable (any TaskContext) async throws -> Void
     ) async throws
 
-    /// Runs a subtask and returns its value. The value is stored with the subtask's completion; when the parent runs
-    /// again, a completed subtask returns its stored value without running.
-    func push<T: Codable & Sendable>(
-        _ name: String, weight: Double, options: TaskOptions?,
-        _ step: @escaping @Sendable (any TaskContext) async throws -> T
-    ) async throws -> T
-
-    /// Runs a subtask whose value cannot be stored: it runs again whenever its parent does.
+    /// Runs a subtask and returns its value.
+    ///
+    /// When the value's type is `Codable` (`T` itself, checked when the subtask runs, so generic code whose `T` is only
+    /// `Sendable` behaves the same), the value is stored with the subtask's completion and, when the parent runs
+    /// again, a completed subtask returns its stored value without running. A value of another type cannot be stored:
+    /// that subtask runs again whenever its parent does.
     func push<T: Sendable>(
         _ name: String, weight: Double, options: TaskOptions?,
         _ step: @escaping @Sendable (any TaskContext) async throws -> T
@@ -127,28 +125,14 @@ extension TaskContext {
         try await push(name, weight: weight, options: nil, step)
     }
 
-    /// Runs a subtask and returns its stored value, with weight 1 and the parent's options.
-    public func push<T: Codable & Sendable>(
-        _ name: String, _ step: @escaping @Sendable (any TaskContext) async throws -> T
-    ) async throws -> T {
-        try await push(name, weight: 1, options: nil, step)
-    }
-
-    /// Runs a subtask and returns its stored value, with the parent's options.
-    public func push<T: Codable & Sendable>(
-        _ name: String, weight: Double, _ step: @escaping @Sendable (any TaskContext) async throws -> T
-    ) async throws -> T {
-        try await push(name, weight: weight, options: nil, step)
-    }
-
-    /// Runs a subtask whose value cannot be stored, with weight 1 and the parent's options.
+    /// Runs a subtask and returns its value (stored when it is `Codable`), with weight 1 and the parent's options.
     public func push<T: Sendable>(
         _ name: String, _ step: @escaping @Sendable (any TaskContext) async throws -> T
     ) async throws -> T {
         try await push(name, weight: 1, options: nil, step)
     }
 
-    /// Runs a subtask whose value cannot be stored, with the parent's options.
+    /// Runs a subtask and returns its value (stored when it is `Codable`), with the parent's options.
     public func push<T: Sendable>(
         _ name: String, weight: Double, _ step: @escaping @Sendable (any TaskContext) async throws -> T
     ) async throws -> T {
@@ -203,21 +187,12 @@ final class LiveTaskContext: TaskContext {
         try await engine.push(parent: handle, name: name, weight: weight, options: options, codec: codec, body: step)
     }
 
-    func push<T: Codable & Sendable>(
-        _ name: String, weight: Double, options: TaskOptions?,
-        _ step: @escaping @Sendable (any TaskContext) async throws -> T
-    ) async throws -> T {
-        let codec = ExecutionEngine.ResultCodec<T>(
-            encode: { try JSONEncoder().encode($0) }, decode: { try JSONDecoder().decode(T.self, from: $0) })
-        return try await engine.push(
-            parent: handle, name: name, weight: weight, options: options, codec: codec, body: step)
-    }
-
     func push<T: Sendable>(
         _ name: String, weight: Double, options: TaskOptions?,
         _ step: @escaping @Sendable (any TaskContext) async throws -> T
     ) async throws -> T {
-        try await engine.push(parent: handle, name: name, weight: weight, options: options, codec: nil, body: step)
+        try await engine.push(
+            parent: handle, name: name, weight: weight, options: options, codec: .json(T.self), body: step)
     }
 
     func checkpoint<T: Encodable & Sendable>(_ value: T) async throws {

@@ -47,8 +47,6 @@ public struct TaskRecord: Sendable, Hashable, Codable, Identifiable {
     public var checkpoint: Data?
     /// The executor that holds the task.
     public var ownerID: String?
-    /// Reserved: when the owner's hold on the task ends.
-    public var leaseExpiresAt: Date?
     /// Higher runs first when the executor limits how many roots run at once.
     public var priority: Int
     /// When the task was submitted (a root) or first pushed (a child).
@@ -73,7 +71,7 @@ public struct TaskRecord: Sendable, Hashable, Codable, Identifiable {
         kind: String? = nil, input: Data? = nil, idempotencyKey: String? = nil, options: TaskOptions = .default,
         status: TaskStatus = .pending, progress: Double? = nil, step: String? = nil, weight: Double = 1,
         attempt: Int = 1, interruptions: Int = 0, errorType: String? = nil, errorDescription: String? = nil,
-        result: Data? = nil, checkpoint: Data? = nil, ownerID: String? = nil, leaseExpiresAt: Date? = nil,
+        result: Data? = nil, checkpoint: Data? = nil, ownerID: String? = nil,
         priority: Int? = nil, createdAt: Date, startedAt: Date? = nil, updatedAt: Date? = nil,
         finishedAt: Date? = nil, nextAttemptAt: Date? = nil, total: Double? = nil, rate: Double? = nil
     ) {
@@ -97,7 +95,6 @@ public struct TaskRecord: Sendable, Hashable, Codable, Identifiable {
         self.result = result
         self.checkpoint = checkpoint
         self.ownerID = ownerID
-        self.leaseExpiresAt = leaseExpiresAt
         self.priority = priority ?? options.priority
         self.createdAt = createdAt
         self.startedAt = startedAt

@@ -522,7 +522,6 @@ public actor InMemoryTaskStore: TaskStoreBackend {
         task.startedAt = task.startedAt?.roundedToMilliseconds
         task.finishedAt = task.finishedAt?.roundedToMilliseconds
         task.nextAttemptAt = task.nextAttemptAt?.roundedToMilliseconds
-        task.leaseExpiresAt = task.leaseExpiresAt?.roundedToMilliseconds
         if state.sequence[task.id] == nil {
             state.sequence[task.id] = state.nextSequence
             state.nextSequence += 1

@@ -49,7 +49,7 @@ extension SQLiteTaskStore {
         try statement.bindOptional(task.result, at: 18)
         try statement.bindOptional(task.checkpoint, at: 19)
         try statement.bindOptional(task.ownerID, at: 20)
-        try statement.bindOptional(task.leaseExpiresAt, at: 21)
+        try statement.bindNull(at: 21)  // lease_expires_at: unused (an owner's hold is its heartbeat)
         try statement.bind(Int64(task.priority), at: 22)
         try statement.bind(task.createdAt.storedMilliseconds, at: 23)
         try statement.bindOptional(task.startedAt, at: 24)
@@ -168,7 +168,7 @@ extension SQLiteTaskStore {
             weight: row.double(at: 12), attempt: Int(row.int64(at: 13)), interruptions: Int(row.int64(at: 14)),
             errorType: row.optionalText(at: 15), errorDescription: row.optionalText(at: 16),
             result: row.optionalBlob(at: 17).map { Data($0) }, checkpoint: row.optionalBlob(at: 18).map { Data($0) },
-            ownerID: row.optionalText(at: 19), leaseExpiresAt: date(20), priority: Int(row.int64(at: 21)),
+            ownerID: row.optionalText(at: 19), priority: Int(row.int64(at: 21)),
             createdAt: createdAt, startedAt: date(23), updatedAt: updatedAt, finishedAt: date(25),
             nextAttemptAt: date(26), total: row.optionalDouble(at: 27), rate: row.optionalDouble(at: 28))
     }

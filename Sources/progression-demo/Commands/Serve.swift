@@ -13,7 +13,7 @@ extension ProgressionDemo {
                 Runs the `checksum` jobs of the database (those of dead processes too, resumed), at most \
                 --concurrency at once, and picks up jobs submitted later:
                   progressctl submit checksum --input '{"directory": "/path/to/dir"}' --retryable --pausable
-                It applies progressctl's pause, resume, cancel and retry requests within a second. SIGTERM or SIGINT \
+                It applies progressctl's pause, resume, cancel and retry requests when it sees them (it looks every 100 ms). SIGTERM or SIGINT \
                 stops it gracefully: running jobs stop at their next progress report and stay pending, to be resumed \
                 by the next start; exit status 0. Logs go to stderr.
 

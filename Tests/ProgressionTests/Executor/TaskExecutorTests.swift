@@ -264,6 +264,44 @@ struct TaskExecutorTests {
         await executor.shutdown()
     }
 
+    /// Whether a subtask's value is stored depends on its type, not on which `push` the caller's code resolved to:
+    /// pushed from generic code that only knows `T: Sendable`, a `Codable` value is still stored and returned on the
+    /// next run without running its subtask again; a value of another type runs again.
+    @Test func aCodableValuePushedFromGenericCodeIsStoredAndNotRunAgain() async throws {
+        struct Handle: Sendable { let value: Int }  // not Codable: cannot be stored
+        @Sendable func step<T: Sendable>(_ context: any TaskContext, _ name: String, _ make: @escaping @Sendable () -> T)
+            async throws -> T
+        { try await context.push(name) { _ in make() } }
+
+        let directory = try TemporaryDirectory()
+        let executor = try makeExecutor(.sqlite, in: directory)
+        let codableRuns = Counter()
+        let handleRuns = Counter()
+        let attempts = Counter()
+        let results = Recorder<String>()
+        let id = try await executor.addTask(name: "generic", options: TaskOptions.default.retryable()) { context in
+            attempts.increment()
+            let number = try await step(context, "number") {
+                codableRuns.increment()
+                return 40 + codableRuns.count
+            }
+            let handle = try await step(context, "handle") {
+                handleRuns.increment()
+                return Handle(value: handleRuns.count)
+            }
+            results.append("\(number) \(handle.value)")
+            if attempts.count == 1 { throw Boom() }
+        }
+        #expect(try await executor.finished(id).status == .failed)
+        try await executor.retry(taskID: id)
+        try await executor.runEnded(id)
+        #expect(executor.snapshot(of: id)?.status == .completed)
+        #expect(codableRuns.count == 1, "the stored Int was returned, not computed again")
+        #expect(handleRuns.count == 2, "a value that cannot be stored is computed again")
+        #expect(results.all == ["41 1", "41 2"])
+        await executor.shutdown()
+    }
+
     @Test func retryingRightAfterACancelKeepsTheNewRunVisible() async throws {
         let directory = try TemporaryDirectory()
         let executor = try makeExecutor(.sqlite, in: directory)

@@ -138,21 +138,18 @@ struct RecoveryTests {
         }
     }
 
-    @Test func aControlRequestOfAnotherProcessIsAppliedWithinASecond() async throws {
+    @Test func aControlRequestOfAnotherProcessIsAppliedAndAnswered() async throws {
         let service = try worker(["--submit-sleeper", "sleeper"])
         defer { service.kill() }
         let store = try self.store()
         try await waitUntil("the job to run") { try await store.task(id: "sleeper")?.status == .running }
         let owner = try #require(try await store.task(id: "sleeper")?.ownerID)
         for (action, status) in [(ControlRequest.Action.pause, TaskStatus.paused), (.resume, .running), (.cancel, .cancelled)] {
-            let clock = ContinuousClock()
-            let start = clock.now
             let id = try await store.addControlRequest(
                 ControlRequest(taskID: "sleeper", action: action, ownerID: owner, requestedAt: Date()))
-            try await waitUntil("\(action) to be handled", timeout: .seconds(5)) {
+            try await waitUntil("\(action) to be handled", timeout: .seconds(30)) {
                 try await store.controlRequest(id: id)?.handledAt != nil
             }
-            #expect(clock.now - start < .seconds(1), "\(action) took \(clock.now - start)")
             #expect(try await store.controlRequest(id: id)?.outcome == "applied")
             try await waitUntil("the task to be \(status)") { try await store.task(id: "sleeper")?.status == status }
         }

@@ -19,7 +19,7 @@ struct TaskStoreTests {
             status: .failed, progress: 0.25, step: "étape \"deux\"", weight: 2.5, attempt: 3, interruptions: 2,
             errorType: "MyApp.Failure", errorDescription: String(repeating: "e", count: 1_000_000),
             result: Data("{\"a\":1}".utf8), checkpoint: Data(), ownerID: "owner-1",
-            leaseExpiresAt: created.addingTimeInterval(30), createdAt: created, startedAt: created.addingTimeInterval(1),
+            createdAt: created, startedAt: created.addingTimeInterval(1),
             updatedAt: created.addingTimeInterval(2), finishedAt: created.addingTimeInterval(3),
             nextAttemptAt: created.addingTimeInterval(4), total: 300_000_000, rate: 0.0125)
         let child = TaskRecord(
