@@ -84,7 +84,7 @@ enum PostgresThroughput {
             _ = try await executor.submit("noop", input: SubmitThroughput.NoopInput(), idempotencyKey: nil)
         }
         await done.wait()
-        while await executor.graph().tasks.contains(where: { !$0.isFinished }) {
+        while executor.graph().tasks.contains(where: { !$0.isFinished }) {
             try await Task.sleep(for: .milliseconds(1))
         }
         try await executor.flush()

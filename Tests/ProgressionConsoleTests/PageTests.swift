@@ -201,10 +201,10 @@ import Testing
             #expect(try await client.get("/ops/console/").status == .ok)
             #expect(try await client.get("/tasks").status == .notFound, "nothing outside it")
         }
-        await #expect(throws: ProgressionConsole.ConfigurationError.self) {
+        #expect(throws: ProgressionConsole.ConfigurationError.self) {
             _ = try ProgressionConsole(store: fixture.store, configuration: .init(path: "console/"))
         }
-        await #expect(throws: ProgressionConsole.ConfigurationError.self) {
+        #expect(throws: ProgressionConsole.ConfigurationError.self) {
             _ = try ProgressionConsole(store: fixture.store, configuration: .init(path: "", token: "short"))
         }
     }

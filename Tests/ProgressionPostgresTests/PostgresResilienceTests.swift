@@ -238,7 +238,7 @@ struct PostgresResilienceTests {
             }
             let waited = await #expect(throws: TaskStoreError.self) { try await store.owners() }
             #expect(waited?.isTransient == true, "\(String(describing: waited))")
-            await holder.value
+            _ = await holder.value
             // Then calls go through again (a few tries: the deadline is short).
             try await poll("a call after the lock", timeout: .seconds(60)) { (try? await store.owners()) != nil }
         }

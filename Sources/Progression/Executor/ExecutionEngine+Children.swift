@@ -12,7 +12,7 @@ extension ExecutionEngine {
         /// JSON for a `T` that is `Codable`, found at run time (not by the caller's overload), so that a subtask's
         /// value is stored whether or not the code that pushed it knew its type was `Codable`; `nil` for any other `T`.
         static func json(_ type: T.Type) -> ResultCodec<T>? {
-            guard let codable = type as? any Codable.Type else { return nil }
+            guard type is any Codable.Type else { return nil }
             return ResultCodec(
                 encode: { value in
                     // `T` conforms to `Codable`, so every `T` value is `Encodable`.
@@ -20,7 +20,9 @@ extension ExecutionEngine {
                     return try JSONEncoder().encode(encodable)
                 },
                 decode: { data in
-                    guard let value = try JSONDecoder().decode(codable, from: data) as? T else {
+                    guard let codable = T.self as? any Codable.Type,
+                        let value = try JSONDecoder().decode(codable, from: data) as? T
+                    else {
                         throw ResultCodecError.notCodable
                     }
                     return value

@@ -4,41 +4,49 @@ import Synchronization
 /// Hands the latest ``TaskGraph`` to every subscriber. Each subscriber's stream keeps only the newest graph, so a slow
 /// consumer gets the latest state, never a backlog.
 final class GraphPublisher: Sendable {
-    private let subscribers = Mutex<[UUID: AsyncStream<TaskGraph>.Continuation]>([:])
-    private let latest = Mutex<TaskGraph?>(nil)
-    private let finished = Mutex(false)
+    private struct State {
+        var subscribers: [UUID: AsyncStream<TaskGraph>.Continuation] = [:]
+        var latest: TaskGraph?
+        var finished = false
+    }
+
+    /// One lock for the subscribers and whether the publisher finished: a subscriber added while `finish` runs is
+    /// either finished by it or sees `finished` and ends its own stream, never left open.
+    private let state = Mutex(State())
 
     /// Whether anyone listens: without subscribers the executor builds no graphs.
-    var hasSubscribers: Bool { !subscribers.withLock { $0.isEmpty } }
+    var hasSubscribers: Bool { !state.withLock { $0.subscribers.isEmpty } }
 
     /// A new stream that starts with `current` (the latest graph, or `nil` once the executor shut down).
     func subscribe(current: TaskGraph?) -> AsyncStream<TaskGraph> {
         let (stream, continuation) = AsyncStream.makeStream(of: TaskGraph.self, bufferingPolicy: .bufferingNewest(1))
         let id = UUID()
         continuation.onTermination = { [weak self] _ in
-            _ = self?.subscribers.withLock { $0.removeValue(forKey: id) }
+            _ = self?.state.withLock { $0.subscribers.removeValue(forKey: id) }
         }
-        if let graph = current ?? latest.withLock({ $0 }) { continuation.yield(graph) }
-        if finished.withLock({ $0 }) {
-            continuation.finish()
-        } else {
-            subscribers.withLock { $0[id] = continuation }
+        // The first graph is yielded under the lock, so that a graph published meanwhile comes after it, not before.
+        let finished = state.withLock { state in
+            if let first = current ?? state.latest { continuation.yield(first) }
+            if !state.finished { state.subscribers[id] = continuation }
+            return state.finished
         }
+        if finished { continuation.finish() }
         return stream
     }
 
     func publish(_ graph: TaskGraph) {
-        latest.withLock { $0 = graph }
-        for continuation in subscribers.withLock({ Array($0.values) }) {
-            continuation.yield(graph)
+        let all = state.withLock { state in
+            state.latest = graph
+            return Array(state.subscribers.values)
         }
+        for continuation in all { continuation.yield(graph) }
     }
 
     func finish() {
-        finished.withLock { $0 = true }
-        let all = subscribers.withLock { subscribers in
-            defer { subscribers.removeAll() }
-            return Array(subscribers.values)
+        let all = state.withLock { state in
+            state.finished = true
+            defer { state.subscribers.removeAll() }
+            return Array(state.subscribers.values)
         }
         for continuation in all { continuation.finish() }
     }
