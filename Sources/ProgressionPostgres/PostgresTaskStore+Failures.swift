@@ -81,8 +81,8 @@ extension PostgresTaskStore {
         }
         switch state.prefix(2) {
         case "08": return .unavailable  // connection exception
-        case "53": return .busy  // insufficient resources (disk full, out of memory)
-        case "58": return .unavailable  // system error (I/O)
+        case "53": return .storageFailure  // insufficient resources (disk full, out of memory); 53300 is above
+        case "58": return .storageFailure  // system error (I/O)
         case "28": return .cannotOpen  // invalid authorization
         case "23", "22": return .constraint  // integrity constraint violation, data exception
         default: return .refused  // syntax, undefined objects, permissions (42), feature not supported, internal

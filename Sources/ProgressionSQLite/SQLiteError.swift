@@ -75,6 +75,11 @@ package struct SQLiteError: Error, CustomStringConvertible, Sendable {
     package static let misuse = SQLiteResultCode(rawValue: SQLITE_MISUSE)
     package static let range = SQLiteResultCode(rawValue: SQLITE_RANGE)
     package static let tooBig = SQLiteResultCode(rawValue: SQLITE_TOOBIG)
+    package static let full = SQLiteResultCode(rawValue: SQLITE_FULL)
+    package static let noMemory = SQLiteResultCode(rawValue: SQLITE_NOMEM)
+    package static let permission = SQLiteResultCode(rawValue: SQLITE_PERM)
+    package static let lockProtocol = SQLiteResultCode(rawValue: SQLITE_PROTOCOL)
+    package static let schemaChanged = SQLiteResultCode(rawValue: SQLITE_SCHEMA)
     /// Not a SQLite code: the database carries a schema this binary does not know.
     package static let schemaTooNew = SQLiteResultCode(rawValue: 0x1_0000)
     /// Not a SQLite code: the file is a SQLite database of another application (it has tables, none of ours).

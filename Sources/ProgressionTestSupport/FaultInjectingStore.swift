@@ -18,9 +18,9 @@ package final class FaultInjectingStore: TaskStoreBackend, FleetStoreForwarding 
         package var error: TaskStoreError {
             switch self {
             case .diskFull:
-                TaskStoreError(.other, message: "database or disk is full (injected)", sqliteCode: 13)
+                TaskStoreError(.storageFailure, message: "database or disk is full (injected)", sqliteCode: 13)
             case .ioError:
-                TaskStoreError(.other, message: "disk I/O error (injected)", sqliteCode: 10)
+                TaskStoreError(.storageFailure, message: "disk I/O error (injected)", sqliteCode: 10)
             case .busy:
                 TaskStoreError(.busy, message: "database is locked (injected)", sqliteCode: 5)
             }

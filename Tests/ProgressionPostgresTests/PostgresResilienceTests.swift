@@ -246,7 +246,8 @@ struct PostgresResilienceTests {
             ("42601", TaskStoreError.Reason.refused), ("42501", .refused), ("42P01", .refused), ("23505", .conflict),
             ("23514", .constraint), ("22P02", .constraint), ("40001", .busy), ("40P01", .busy), ("57014", .busy),
             ("57P01", .unavailable), ("57P03", .unavailable), ("08006", .unavailable), ("25P03", .unavailable),
-            ("53100", .busy), ("XX000", .refused),
+            ("53100", .storageFailure), ("53200", .storageFailure), ("53300", .busy), ("58030", .storageFailure),
+            ("XX000", .refused),
         ] {
             #expect(PostgresTaskStore.reason(sqlState: state) == reason, "\(state)")
         }

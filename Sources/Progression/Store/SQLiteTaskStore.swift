@@ -242,7 +242,9 @@ public actor SQLiteTaskStore: TaskStoreBackend {
             case SQLiteError.notADatabase: .notADatabase
             case SQLiteError.corrupt: .corrupt
             case SQLiteError.readOnly: .readOnly
-            case SQLiteError.busy, SQLiteError.locked: .busy
+            case SQLiteError.busy, SQLiteError.locked, SQLiteError.lockProtocol, SQLiteError.schemaChanged: .busy
+            case SQLiteError.full, SQLiteError.ioError, SQLiteError.noMemory: .storageFailure
+            case SQLiteError.permission: .readOnly
             case SQLiteError.interrupt: .cancelled
             case SQLiteError.constraint:
                 // A duplicate identity is a conflict; a broken CHECK, NOT NULL or foreign key is bad data.

@@ -38,7 +38,10 @@ public struct TaskStoreError: Error, Sendable, Hashable, LocalizedError, CustomS
         /// The database server refused the statement itself (its syntax, an object it names, a permission): trying
         /// again cannot help.
         case refused
-        /// Any other failure of the database.
+        /// The storage under the database failed: a full disk, an I/O error, no memory. Transient: writes go on once
+        /// it is freed or repaired.
+        case storageFailure
+        /// Any other failure of the database (a value that cannot be encoded, a statement too big, a misuse): final.
         case other
     }
 
@@ -79,6 +82,7 @@ public struct TaskStoreError: Error, Sendable, Hashable, LocalizedError, CustomS
             case .cancelled: "database operation cancelled"
             case .unavailable: "the database\(location) is unavailable"
             case .refused: "the database\(location) refused the statement"
+            case .storageFailure: "the storage of the database\(location) failed"
             case .other: "database error\(location)"
             }
         return "\(summary): \(message)"
@@ -89,12 +93,12 @@ extension TaskStoreError {
     /// Whether the failure is the storage's state rather than the data's or the file's: a full disk, an I/O error, a
     /// lock held too long, a permission that may be given back, a database server out of reach. The executor waits
     /// and tries again after these; the others (a damaged or foreign file, a newer schema, a conflict, bad data, a
-    /// statement the server refused) are final.
+    /// statement the server refused, any other failure) are final.
     package var isTransient: Bool {
         switch reason {
-        case .busy, .other, .readOnly, .cannotOpen, .unavailable: true
+        case .busy, .storageFailure, .readOnly, .cannotOpen, .unavailable: true
         case .notADatabase, .foreignDatabase, .corrupt, .schemaTooNew, .conflict, .constraint, .notFound, .cancelled,
-            .refused:
+            .refused, .other:
             false
         }
     }
