@@ -144,11 +144,10 @@ final class ExecutionEngine: Sendable {
     /// Ends the graph: later waits fail with `error`, and the writer stops once it stored what is left.
     func close(error: any Error = ProgressionError.shutDown) {
         let waiters = locked { state in
-            state.closedError = error
+            let waiters = state.commits.close(error)
             // Nothing waits for their commits any more: ended roots are settled now.
             state.settleEndedRuns(upTo: .max)
-            defer { state.commitWaiters.removeAll() }
-            return state.commitWaiters.map(\.continuation)
+            return waiters
         }
         for waiter in waiters { waiter.resume(throwing: error) }
         writerWake.finish()

@@ -167,7 +167,7 @@ public actor TaskExecutor {
     /// The executor's inner state in one line, for tools that investigate a stuck run.
     package nonisolated var diagnostics: String {
         engine.state.withLock { state in
-            let waiting = state.commitWaiters.map(\.sequence)
+            let waiting = state.commits.waiters.map(\.sequence)
             let phases = Dictionary(grouping: state.roots, by: { "\($0.phase)" }).mapValues(\.count)
             return "slots \(state.runQueue.running)/\(state.runQueue.maxConcurrent), queued \(state.runQueue.queued), "
                 + "phases \(phases), change \(state.changeSequence), "

@@ -2,8 +2,9 @@ import Foundation
 
 /// Everything the executor keeps in memory, behind the graph's one lock. Each concern lives in a file of its own as
 /// an extension: the tree (`TaskTree.swift`), progress (`ProgressAggregation.swift`), pauses (`PauseGate.swift`),
-/// commits (`CommitLedger.swift`), what the writer stores next (`WriteSet.swift`), the run queue (`RunQueue.swift`)
-/// and snapshots (`Snapshots.swift`).
+/// what the writer stores next (`WriteSet.swift`) and snapshots (`Snapshots.swift`); its parts with no other state
+/// of their own are values with their own tests: the commits and who waits for them (`CommitLedger.swift`), the run
+/// queue with its slots and the timers (`RunQueue.swift`).
 struct GraphState {
     // The tree.
     var nextHandle = 1
@@ -13,11 +14,12 @@ struct GraphState {
     var roots: [TaskNode] = []
 
     // Commits.
+    /// The sequence of the latest change: every change takes the next one.
     var changeSequence: Int64 = 0
-    var committedSequence: Int64 = 0
-    var commitWaiters: [(sequence: Int64, continuation: CheckedContinuation<Void, any Error>)] = []
-    /// Set once the graph closes: later waits fail with it.
-    var closedError: (any Error)?
+    /// What is committed, and who waits for which change (the graph closes when its ledger does).
+    var commits = CommitLedger<CheckedContinuation<Void, any Error>>()
+    var committedSequence: Int64 { commits.committed }
+    var closedError: (any Error)? { commits.closedError }
 
     // What the writer stores next.
     var dirtyNodes: [TaskNode] = []

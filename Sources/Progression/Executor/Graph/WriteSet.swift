@@ -22,7 +22,7 @@ extension GraphState {
     mutating func takeBatch(now: Date, sampleInterval: TimeInterval, owner: String) -> TakenBatch? {
         lastBatchAt = now
         guard !dirtyNodes.isEmpty || !events.isEmpty else {
-            committedSequence = max(committedSequence, changeSequence)
+            // Nothing to write: everything changed so far is committed (who waits for it is resumed by the caller).
             return nil
         }
         var batch = TaskBatch(owner: owner)
@@ -64,7 +64,7 @@ extension GraphState {
     /// A batch committed: staged transitions become visible, roots whose end it holds are settled, and who waited for
     /// it is returned to be resumed.
     mutating func committed(upTo sequence: Int64) -> [CheckedContinuation<Void, any Error>] {
-        committedSequence = max(committedSequence, sequence)
+        let ready = commits.commit(upTo: sequence)
         settleEndedRuns(upTo: committedSequence)
         if case .failing = storage { storage = .healthy }
         if !stagedNodes.isEmpty {
@@ -78,12 +78,6 @@ extension GraphState {
                 return true
             }
             for node in promoted { touch(node) }
-        }
-        var ready: [CheckedContinuation<Void, any Error>] = []
-        commitWaiters.removeAll { waiter in
-            guard waiter.sequence <= committedSequence else { return false }
-            ready.append(waiter.continuation)
-            return true
         }
         return ready
     }
@@ -138,15 +132,17 @@ extension GraphState {
     mutating func waitForCommit(
         _ sequence: Int64, _ continuation: CheckedContinuation<Void, any Error>
     ) -> Result<Void, any Error>? {
-        if committedSequence >= sequence { return .success(()) }
-        if let closedError { return .failure(closedError) }
-        commitWaiters.append((sequence, continuation))
-        urgent = true
-        return nil
+        switch commits.wait(for: sequence, continuation) {
+        case .committed: return .success(())
+        case .closed(let error): return .failure(error)
+        case .waiting:
+            urgent = true
+            return nil
+        }
     }
 
-    var hasPendingWrites: Bool { !dirtyNodes.isEmpty || !events.isEmpty || !commitWaiters.isEmpty }
+    var hasPendingWrites: Bool { !dirtyNodes.isEmpty || !events.isEmpty || commits.hasWaiters }
 
     /// Someone waits for the next commit: a caller, or a root whose end is to be settled.
-    var awaitsCommit: Bool { urgent || !commitWaiters.isEmpty || !endedRuns.isEmpty }
+    var awaitsCommit: Bool { urgent || commits.hasWaiters || !endedRuns.isEmpty }
 }
