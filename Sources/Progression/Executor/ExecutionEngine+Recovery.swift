@@ -26,12 +26,10 @@ extension ExecutionEngine {
         // the loop's) never claim the same slots.
         let room = locked { state in
             guard !state.isShutDown, state.schedulerEnabled else { return 0 }
-            let room = max(0, state.runQueue.unclaimedSlots - state.claimsInFlight)
-            state.claimsInFlight += room
-            return room
+            return state.runQueue.reserveForClaim()
         }
         guard room > 0 else { return (0, false) }
-        defer { locked { $0.claimsInFlight -= room } }
+        defer { locked { $0.runQueue.endClaim(reserved: room) } }
         let dead: [String]
         do {
             dead = try await deadOwners()

@@ -15,6 +15,9 @@ struct RunQueueTests {
         case drain
         /// The counters: running, queued, unclaimed slots.
         case counts
+        /// A claim pass reserves slots; one ends, giving back what it reserved.
+        case reserveForClaim
+        case endClaim(Int)
 
         var description: String {
             switch self {
@@ -24,6 +27,8 @@ struct RunQueueTests {
             case .release(let handle): "release \(handle)"
             case .drain: "drain"
             case .counts: "counts"
+            case .reserveForClaim: "reserve for a claim"
+            case .endClaim(let room): "end a claim of \(room)"
             }
         }
     }
@@ -84,6 +89,14 @@ struct RunQueueTests {
                 (.drain, "[2, 3, 1]"), (.counts, "running 1 queued 0 unclaimed 0"), (.next(), "nil"),
             ]),
         Script(
+            name: "claim passes at once reserve disjoint slots until they end", maxConcurrent: 4,
+            steps: [
+                (.take(1), "true"), (.reserveForClaim, "3"), (.reserveForClaim, "0"),
+                (.enqueue(2), ""), (.enqueue(3, at: 1), ""), (.endClaim(3), ""),
+                (.counts, "running 1 queued 2 unclaimed 1"), (.reserveForClaim, "1"), (.endClaim(1), ""),
+                (.reserveForClaim, "1"),
+            ]),
+        Script(
             name: "a limit below one is one", maxConcurrent: 0,
             steps: [(.enqueue(1), ""), (.enqueue(2), ""), (.next(), "1"), (.next(), "nil")]),
     ]
@@ -102,6 +115,10 @@ struct RunQueueTests {
             case .release(let handle): got = String(queue.release(handle))
             case .drain: got = "\(queue.drain())"
             case .counts: got = "running \(queue.running) queued \(queue.queued) unclaimed \(queue.unclaimedSlots)"
+            case .reserveForClaim: got = String(queue.reserveForClaim())
+            case .endClaim(let room):
+                queue.endClaim(reserved: room)
+                got = ""
             }
             #expect(got == expected, "step \(index): \(step)")
         }

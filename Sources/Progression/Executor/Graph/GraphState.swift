@@ -41,8 +41,6 @@ struct GraphState {
     var pausedKinds: Set<String> = []
     /// Roots claimed whose trees could not be read yet (the store failed): loaded by the next claim pass.
     var unloadedClaims: [ClaimedRoot] = []
-    /// Slots that claim passes under way have reserved for what they claim.
-    var claimsInFlight = 0
     /// This executor's owner id: a root it starts becomes its own in the store.
     let ownerID: String
     /// No new work is accepted; queued roots are handed back.

@@ -32,6 +32,8 @@ struct RunQueue {
     private(set) var slots: Set<NodeHandle> = []
     private(set) var ready = Heap<Entry>()
     private var nextOrder: Int64 = 0
+    /// Slots that claim passes under way have reserved for what they claim.
+    private(set) var reservedForClaims = 0
 
     init(maxConcurrent: Int) {
         self.maxConcurrent = max(1, maxConcurrent)
@@ -81,6 +83,19 @@ struct RunQueue {
     @discardableResult
     mutating func release(_ handle: NodeHandle) -> Bool {
         slots.remove(handle) != nil
+    }
+
+    /// Reserves for a claim pass the unclaimed slots no other pass reserved, and returns how many: two passes at once
+    /// never claim the same slots. The reservation holds until ``endClaim(reserved:)``, once what was claimed is queued.
+    mutating func reserveForClaim() -> Int {
+        let room = max(0, unclaimedSlots - reservedForClaims)
+        reservedForClaims += room
+        return room
+    }
+
+    /// A claim pass ended: its reservation is given back (what it claimed is queued or holds slots by now).
+    mutating func endClaim(reserved room: Int) {
+        reservedForClaims = max(0, reservedForClaims - room)
     }
 
     /// Every queued root, emptied (a shutdown).
