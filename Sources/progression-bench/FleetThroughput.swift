@@ -2,47 +2,97 @@ import Foundation
 import Progression
 import Synchronization
 
-/// The fleet (issue 22) on one SQLite file, every process's part played by its own store connection and executor in
+/// One database a scenario runs on, each `connect()` a store connection of its own, as each process of a fleet has:
+/// a SQLite file in a scratch directory, or a schema of a PostgreSQL server (`PostgresThroughput`).
+struct BenchDatabase: Sendable {
+    /// "SQLite", "PostgreSQL": for the figures' notes.
+    let name: String
+    /// A new connection, and how to close it.
+    let connect: @Sendable () async throws -> (store: any TaskStore, close: @Sendable () async -> Void)
+    /// Deletes the database (its file, or its schema).
+    let remove: @Sendable () async -> Void
+
+    /// A fresh SQLite file.
+    static func sqlite() throws -> BenchDatabase {
+        let scratch = try ScratchDirectory()
+        let path = scratch.file("bench.sqlite")
+        return BenchDatabase(
+            name: "SQLite",
+            connect: {
+                let store = try SQLiteTaskStore(path: path)
+                return (store, { await store.close() })
+            },
+            remove: { scratch.remove() })
+    }
+
+    /// Runs `body` on a fresh database made by `make`, removed after it.
+    static func with<T>(
+        _ make: @Sendable () async throws -> BenchDatabase, _ body: (BenchDatabase) async throws -> T
+    ) async throws -> T {
+        let database = try await make()
+        do {
+            let result = try await body(database)
+            await database.remove()
+            return result
+        } catch {
+            await database.remove()
+            throw error
+        }
+    }
+}
+
+/// The fleet (issue 22) on one database, every process's part played by its own store connection and executor in
 /// this process: what a producer that only enqueues (``JobClient``) commits per second, one job per call and 100 per
 /// call; a producer and two workers end to end; and how soon a worker started beside a busy one takes its share of
-/// the backlog.
+/// the backlog. On SQLite here; on PostgreSQL in `PostgresThroughput`, with the keys' suffix `_postgres`.
 enum FleetThroughput {
-    static let scenario = Scenario(
-        name: "fleet",
-        keys: [
-            "enqueue_per_s_batch1", "enqueue_per_s_batch100", "fleet_jobs_per_s_producer_2workers",
-            "fleet_second_worker_first_job_ms",
-        ]
-    ) { context in
+    static let keys = [
+        "enqueue_per_s_batch1", "enqueue_per_s_batch100", "fleet_jobs_per_s_producer_2workers",
+        "fleet_second_worker_first_job_ms",
+    ]
+
+    static let scenario = Scenario(name: "fleet", keys: keys) { context in
+        try await figures(on: { try BenchDatabase.sqlite() }, suffix: "", context: context)
+    }
+
+    /// The fleet's figures on fresh databases made by `make`, their keys ending with `suffix`.
+    static func figures(
+        on make: @escaping @Sendable () async throws -> BenchDatabase, suffix: String, context: BenchContext
+    ) async throws -> [Figure] {
         let count = context.sizes.submittedTasks
-        let single = try await enqueue(count: count / 4, batch: 1)
-        let batched = try await enqueue(count: count, batch: 100)
-        context.log("enqueue: \(FigureFormat.number(single)) jobs/s one a call, \(FigureFormat.number(batched)) 100 a call")
-        let endToEnd = try await producerAndTwoWorkers(count: count)
+        let (single, name) = try await BenchDatabase.with(make) {
+            (try await enqueue(count: count / 4, batch: 1, on: $0), $0.name)
+        }
+        let batched = try await BenchDatabase.with(make) { try await enqueue(count: count, batch: 100, on: $0) }
         context.log(
-            "producer + 2 workers: \(FigureFormat.number(endToEnd.perSecond)) jobs/s, shares \(endToEnd.shares)")
-        let share = try await secondWorkerShare(backlog: context.options.quick ? 2_000 : 10_000)
+            "enqueue, \(name): \(FigureFormat.number(single)) jobs/s one a call, \(FigureFormat.number(batched)) 100 a call")
+        let endToEnd = try await BenchDatabase.with(make) { try await producerAndTwoWorkers(count: count, on: $0) }
         context.log(
-            "second worker: first job \(String(format1: share.firstJob.inMilliseconds, decimals: 0)) ms after its "
-                + "start, ran \(share.secondRan) of \(share.backlog)")
+            "producer + 2 workers, \(name): \(FigureFormat.number(endToEnd.perSecond)) jobs/s, shares \(endToEnd.shares)")
+        let backlog = context.options.quick ? 2_000 : 10_000
+        let share = try await BenchDatabase.with(make) { try await secondWorkerShare(backlog: backlog, on: $0) }
+        context.log(
+            "second worker, \(name): first job \(String(format1: share.firstJob.inMilliseconds, decimals: 0)) ms after "
+                + "its start, ran \(share.secondRan) of \(share.backlog)")
         return [
             Figure(
-                "enqueue_per_s_batch1", single, unit: "jobs/s",
-                note: "JobClient.submit of one no-op job a call, one sequential producer, SQLite, "
+                "enqueue_per_s_batch1" + suffix, single, unit: "jobs/s",
+                note: "JobClient.submit of one no-op job a call, one sequential producer, \(name), "
                     + "\(FigureFormat.number(Double(count / 4))) jobs (each call returns once its row is committed)"),
             Figure(
-                "enqueue_per_s_batch100", batched, unit: "jobs/s",
-                note: "JobClient.submit(_:inputs:) of 100 jobs a call (one transaction each), one producer, SQLite, "
+                "enqueue_per_s_batch100" + suffix, batched, unit: "jobs/s",
+                note: "JobClient.submit(_:inputs:) of 100 jobs a call (one transaction each), one producer, \(name), "
                     + "\(FigureFormat.number(Double(count))) jobs"),
             Figure(
-                "fleet_jobs_per_s_producer_2workers", endToEnd.perSecond, unit: "jobs/s",
+                "fleet_jobs_per_s_producer_2workers" + suffix, endToEnd.perSecond, unit: "jobs/s",
                 note: "a producer (its own connection, batches of 100) and two workers (8 slots each, their own "
-                    + "connections) on one SQLite file, \(FigureFormat.number(Double(count))) no-op jobs, from the first "
-                    + "submit until all were completed; the workers ran \(endToEnd.shares)"),
+                    + "connections) on one \(name) database, \(FigureFormat.number(Double(count))) no-op jobs, from the "
+                    + "first submit until all were completed; the workers ran \(endToEnd.shares)"),
             Figure(
-                "fleet_second_worker_first_job_ms", share.firstJob.inMilliseconds, unit: "ms", target: .below(1_000),
+                "fleet_second_worker_first_job_ms" + suffix, share.firstJob.inMilliseconds, unit: "ms",
+                target: .below(1_000),
                 note: "a worker started beside one that runs a backlog of \(FigureFormat.number(Double(share.backlog))) "
-                    + "5 ms jobs (8 slots each): from its start() until its first job ran; it ran "
+                    + "5 ms jobs (8 slots each), \(name): from its start() until its first job ran; it ran "
                     + "\(share.secondRan) of them"),
         ]
     }
@@ -62,11 +112,9 @@ enum FleetThroughput {
     }
 
     /// Jobs committed per second by one producer, `batch` a call.
-    static func enqueue(count: Int, batch: Int) async throws -> Double {
-        let scratch = try ScratchDirectory()
-        defer { scratch.remove() }
-        let store = try SQLiteTaskStore(path: scratch.file("bench.sqlite"))
-        let client = JobClient(store: store)
+    static func enqueue(count: Int, batch: Int, on database: BenchDatabase) async throws -> Double {
+        let (store, close) = try await database.connect()
+        let client = try JobClient(store: store)
         let inputs = Array(repeating: Noop.Input(), count: batch)
         let start = ContinuousClock.now
         for _ in 0..<(count / batch) {
@@ -78,40 +126,39 @@ enum FleetThroughput {
         }
         let elapsed = ContinuousClock.now - start
         let stored = try await store.statistics().rootsByStatus["pending"] ?? 0
-        await store.close()
+        await close()
         guard stored == count / batch * batch else { throw BenchFailure("\(stored) of \(count) jobs are stored") }
         return Double(stored) / elapsed.inSeconds
     }
 
-    /// A worker executor on its own connection to `path`.
-    static func worker(path: String, slots: Int, ran: @escaping @Sendable () -> Void) throws -> (TaskExecutor, SQLiteTaskStore) {
-        let store = try SQLiteTaskStore(path: path)
+    /// A worker executor on its own connection to `database`, and how to close that connection.
+    static func worker(
+        on database: BenchDatabase, slots: Int, ran: @escaping @Sendable () -> Void
+    ) async throws -> (TaskExecutor, @Sendable () async -> Void) {
+        let (store, close) = try await database.connect()
         var configuration = TaskExecutor.Configuration()
         configuration.maxConcurrentTasks = slots
         configuration.completedTaskVisibility = .milliseconds(100)
-        let executor = TaskExecutor(store: store, configuration: configuration)
+        let executor = try TaskExecutor(store: store, configuration: configuration)
         try executor.register(Noop(ran: ran))
-        return (executor, store)
+        return (executor, close)
     }
 
     /// A producer and two workers end to end.
-    static func producerAndTwoWorkers(count: Int) async throws -> (perSecond: Double, shares: String) {
-        let scratch = try ScratchDirectory()
-        defer { scratch.remove() }
-        let path = scratch.file("bench.sqlite")
+    static func producerAndTwoWorkers(count: Int, on database: BenchDatabase) async throws -> (perSecond: Double, shares: String) {
         let done = Latch(count: count)
         let ranA = Atomic<Int>(0)
         let ranB = Atomic<Int>(0)
-        let (workerA, storeA) = try worker(path: path, slots: 8) {
+        let (workerA, closeA) = try await worker(on: database, slots: 8) {
             ranA.add(1, ordering: .relaxed)
             done.arrive()
         }
-        let (workerB, storeB) = try worker(path: path, slots: 8) {
+        let (workerB, closeB) = try await worker(on: database, slots: 8) {
             ranB.add(1, ordering: .relaxed)
             done.arrive()
         }
-        let producerStore = try SQLiteTaskStore(path: path)
-        let client = JobClient(store: producerStore)
+        let (producerStore, closeProducer) = try await database.connect()
+        let client = try JobClient(store: producerStore)
         try await workerA.start()
         try await workerB.start()
         let inputs = Array(repeating: Noop.Input(), count: 100)
@@ -124,9 +171,9 @@ enum FleetThroughput {
         await workerA.shutdown()
         await workerB.shutdown()
         let completed = try await producerStore.statistics().rootsByStatus["completed"] ?? 0
-        await storeA.close()
-        await storeB.close()
-        await producerStore.close()
+        await closeA()
+        await closeB()
+        await closeProducer()
         guard completed == count / 100 * 100 else { throw BenchFailure("\(completed) of \(count) jobs completed") }
         let a = ranA.load(ordering: .relaxed)
         let b = ranB.load(ordering: .relaxed)
@@ -135,11 +182,10 @@ enum FleetThroughput {
     }
 
     /// A second worker started beside a busy one: how long until its first job ran.
-    static func secondWorkerShare(backlog: Int) async throws -> (firstJob: Duration, secondRan: Int, backlog: Int) {
-        let scratch = try ScratchDirectory()
-        defer { scratch.remove() }
-        let path = scratch.file("bench.sqlite")
-        let producerStore = try SQLiteTaskStore(path: path)
+    static func secondWorkerShare(
+        backlog: Int, on database: BenchDatabase
+    ) async throws -> (firstJob: Duration, secondRan: Int, backlog: Int) {
+        let (producerStore, closeProducer) = try await database.connect()
         try await JobClient(store: producerStore).submit(
             Noop.self, inputs: Array(repeating: Noop.Input(sleepMilliseconds: 5), count: backlog))
         let done = Latch(count: backlog)
@@ -147,11 +193,11 @@ enum FleetThroughput {
         let firstRanB = Latch(count: 1)
         let ranA = Atomic<Int>(0)
         let ranB = Atomic<Int>(0)
-        let (workerA, storeA) = try worker(path: path, slots: 8) {
+        let (workerA, closeA) = try await worker(on: database, slots: 8) {
             if ranA.add(1, ordering: .relaxed).newValue == 1 { firstRanA.arrive() }
             done.arrive()
         }
-        let (workerB, storeB) = try worker(path: path, slots: 8) {
+        let (workerB, closeB) = try await worker(on: database, slots: 8) {
             if ranB.add(1, ordering: .relaxed).newValue == 1 { firstRanB.arrive() }
             done.arrive()
         }
@@ -164,9 +210,9 @@ enum FleetThroughput {
         await done.wait()
         await workerA.shutdown()
         await workerB.shutdown()
-        await storeA.close()
-        await storeB.close()
-        await producerStore.close()
+        await closeA()
+        await closeB()
+        await closeProducer()
         return (firstJob, ranB.load(ordering: .relaxed), backlog)
     }
 }
@@ -178,26 +224,39 @@ enum TimeBench {
         keys: ["delay_p50_ms_sqlite", "delay_p99_ms_sqlite", "schedules_idle_cpu_pct_10k"]
     ) { context in
         let quick = context.options.quick
-        let delays = try await delayPrecision(count: quick ? 1_000 : 10_000, window: quick ? .seconds(5) : .seconds(60))
-        context.log(
-            "delays: p50 \(String(format1: delays.p50, decimals: 1)) ms, p99 \(String(format1: delays.p99, decimals: 1)) ms, "
-                + "max \(String(format1: delays.max, decimals: 1)) ms, \(delays.early) early")
+        var figures = try await delayFigures(on: { try BenchDatabase.sqlite() }, suffix: "_sqlite", context: context)
         let idle = try await idleSchedules(count: 10_000, measured: quick ? .seconds(5) : .seconds(60))
         context.log("10,000 schedules: \(String(format1: idle, decimals: 2)) % of a core while idle")
-        let spread = quick ? "5 s" : "minute"
-        return [
-            Figure(
-                "delay_p50_ms_sqlite", delays.p50, unit: "ms",
-                note: "start − run-at of \(FigureFormat.number(Double(delays.count))) delayed no-op jobs due within "
-                    + "the same \(spread) (JobClient, batches of 1,000), one worker with 64 slots, SQLite; none early "
-                    + "(\(delays.early) were)"),
-            Figure(
-                "delay_p99_ms_sqlite", delays.p99, unit: "ms", target: .below(1_000),
-                note: "the same runs' p99 (max \(String(format1: delays.max, decimals: 1)) ms)"),
+        figures.append(
             Figure(
                 "schedules_idle_cpu_pct_10k", idle, unit: "%", target: .below(1),
                 note: "CPU time of the process (user + system) over wall time while a worker with 10,000 declared "
-                    + "schedules (@yearly: none due) sits idle, SQLite, after a 2 s settle"),
+                    + "schedules (@yearly: none due) sits idle, SQLite, after a 2 s settle"))
+        return figures
+    }
+
+    /// How late delayed jobs start on a fresh database made by `make`: p50 and p99, their keys ending with `suffix`.
+    static func delayFigures(
+        on make: @escaping @Sendable () async throws -> BenchDatabase, suffix: String, context: BenchContext
+    ) async throws -> [Figure] {
+        let quick = context.options.quick
+        let (delays, name) = try await BenchDatabase.with(make) {
+            (try await delayPrecision(count: quick ? 1_000 : 10_000, window: quick ? .seconds(5) : .seconds(60), on: $0), $0.name)
+        }
+        context.log(
+            "delays, \(name): p50 \(String(format1: delays.p50, decimals: 1)) ms, p99 "
+                + "\(String(format1: delays.p99, decimals: 1)) ms, max \(String(format1: delays.max, decimals: 1)) ms, "
+                + "\(delays.early) early")
+        let spread = quick ? "5 s" : "minute"
+        return [
+            Figure(
+                "delay_p50_ms" + suffix, delays.p50, unit: "ms",
+                note: "start − run-at of \(FigureFormat.number(Double(delays.count))) delayed no-op jobs due within "
+                    + "the same \(spread) (JobClient, batches of 1,000), one worker with 64 slots, \(name); none early "
+                    + "(\(delays.early) were)"),
+            Figure(
+                "delay_p99_ms" + suffix, delays.p99, unit: "ms", target: .below(1_000),
+                note: "the same runs' p99 (max \(String(format1: delays.max, decimals: 1)) ms)"),
         ]
     }
 
@@ -214,16 +273,13 @@ enum TimeBench {
     }
 
     static func delayPrecision(
-        count: Int, window: Duration
+        count: Int, window: Duration, on database: BenchDatabase
     ) async throws -> (p50: Double, p99: Double, max: Double, early: Int, count: Int) {
-        let scratch = try ScratchDirectory()
-        defer { scratch.remove() }
-        let path = scratch.file("bench.sqlite")
-        let store = try SQLiteTaskStore(path: path)
+        let (store, close) = try await database.connect()
         var configuration = TaskExecutor.Configuration()
         configuration.maxConcurrentTasks = 64
         configuration.completedTaskVisibility = .milliseconds(100)
-        let executor = TaskExecutor(store: store, configuration: configuration)
+        let executor = try TaskExecutor(store: store, configuration: configuration)
         let lateness = Mutex<[Double]>([])
         let done = Latch(count: count)
         try executor.register(
@@ -232,8 +288,8 @@ enum TimeBench {
                 done.arrive()
             })
         try await executor.start()
-        let producerStore = try SQLiteTaskStore(path: path)
-        let client = JobClient(store: producerStore)
+        let (producerStore, closeProducer) = try await database.connect()
+        let client = try JobClient(store: producerStore)
         // Due from 3 s after now (the submits have finished by then) across the window, evenly.
         let first = Date().addingTimeInterval(3)
         let step = window.inSeconds / Double(count)
@@ -245,8 +301,8 @@ enum TimeBench {
         }
         await done.wait()
         await executor.shutdown()
-        await store.close()
-        await producerStore.close()
+        await close()
+        await closeProducer()
         let values = lateness.withLock { $0 }.sorted()
         return (
             Measurement.percentile(sorted: values, 0.5), Measurement.percentile(sorted: values, 0.99), values.last ?? 0,

@@ -15,7 +15,8 @@ enum PostgresThroughput {
         keys: [
             "jobs_per_s_postgres_1", "jobs_per_s_postgres_8", "jobs_per_s_postgres_64",
             "recovery_all_claimed_ms_100k_postgres", "recovery_first_running_ms_100k_postgres",
-        ]
+            "delay_p50_ms_postgres", "delay_p99_ms_postgres",
+        ] + FleetThroughput.keys.map { $0 + "_postgres" }
     ) { context in
         let server: LocalPostgresServer?
         let base: PostgresTaskStore.Configuration
@@ -60,10 +61,31 @@ enum PostgresThroughput {
             Figure(
                 "recovery_first_running_ms_100k_postgres", recovery.firstRunning.inMilliseconds, unit: "ms",
                 note: "register + start() until the first recovered job body runs, PostgreSQL"))
+        // The fleet and delayed jobs, as on SQLite: each process's store a connection pool of its own.
+        let make: @Sendable () async throws -> BenchDatabase = { database(base: base) }
+        figures += try await FleetThroughput.figures(on: make, suffix: "_postgres", context: context)
+        figures += try await TimeBench.delayFigures(on: make, suffix: "_postgres", context: context)
         return figures
     }
 
     static func schema() -> String { "bench_\(UInt32.random(in: 0...UInt32.max))" }
+
+    /// A schema of its own on the server of `base`: each connection a store (with its pool), the first one migrating it.
+    static func database(base: PostgresTaskStore.Configuration) -> BenchDatabase {
+        var configuration = base
+        configuration.schema = schema()
+        return BenchDatabase(
+            name: "PostgreSQL",
+            connect: { [configuration] in
+                let store = try await PostgresTaskStore.started(configuration: configuration)
+                return (store, { await store.close() })
+            },
+            remove: { [configuration] in
+                guard let store = try? await PostgresTaskStore.started(configuration: configuration) else { return }
+                try? await store.dropSchema()
+                await store.close()
+            })
+    }
 
     /// No-op jobs submitted by `concurrency` submitters and run `concurrency` at a time, until every completion is
     /// committed; jobs per second.

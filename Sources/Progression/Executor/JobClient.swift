@@ -47,6 +47,17 @@ public struct JobClient: Sendable {
         self.init(backend: store, configuration: configuration)
     }
 
+    /// A client of a store known only as a ``TaskStore`` (one opened from a URL, say): this package's stores take jobs;
+    /// any other is refused.
+    ///
+    /// - Throws: ``ProgressionError/unsupportedStore(_:)`` for a store of another type.
+    public init(store: any TaskStore, configuration: Configuration = .init()) throws(ProgressionError) {
+        guard let backend = store as? any TaskStoreBackend else {
+            throw .unsupportedStore(String(describing: type(of: store)))
+        }
+        self.init(backend: backend, configuration: configuration)
+    }
+
     /// A client of any of the package's stores.
     package init(backend: any TaskStoreBackend, configuration: Configuration = .init()) {
         store = backend

@@ -38,8 +38,8 @@ public enum ProgressionError: Error, Sendable, LocalizedError, CustomStringConve
     case invalidArgument(String)
     /// A durable sleep outside a job: only a job's code (a registered kind) can be continued by another process.
     case notResumable(taskID: String, reason: String)
-    /// A store the executor cannot run tasks on: any ``TaskStore`` other than this package's (its write side, with
-    /// fencing and claims, is the package's own). Reading code (`progressctl`, the console) takes any ``TaskStore``.
+    /// A store an executor or a job client cannot use: any ``TaskStore`` other than this package's (their write side,
+    /// with fencing and claims, is the package's own). Reading code (`progressctl`, the console) takes any ``TaskStore``.
     case unsupportedStore(String)
 
     /// The description for people.
@@ -83,7 +83,7 @@ public enum ProgressionError: Error, Sendable, LocalizedError, CustomStringConve
         case .notResumable(let id, let reason):
             "Task '\(id)' cannot sleep durably: \(reason)"
         case .unsupportedStore(let type):
-            "An executor cannot run tasks on a \(type): it needs a SQLiteTaskStore, an InMemoryTaskStore or a PostgresTaskStore"
+            "Progression cannot run or enqueue jobs on a \(type): it needs a SQLiteTaskStore, an InMemoryTaskStore or a PostgresTaskStore"
         }
     }
 

@@ -5,7 +5,9 @@ import Foundation
 /// ``SQLiteTaskStore`` (durable, the default) and ``InMemoryTaskStore`` (for tests and for work that need not survive
 /// the process) implement it, and `PostgresTaskStore` in the `ProgressionPostgres` product for executors on several
 /// hosts. All pass one contract suite. What the executor writes goes through the package's own write side; a store is
-/// opened by its initializer and handed to ``TaskExecutor/init(store:configuration:)``.
+/// opened by its initializer and handed to ``TaskExecutor/init(store:configuration:)-(SQLiteTaskStore,_)`` (or its
+/// in-memory and PostgreSQL siblings). A `TaskStore` of your own can be read the same way, but an executor or a job
+/// client refuses it (``ProgressionError/unsupportedStore(_:)``).
 ///
 /// ```swift
 /// let store = try SQLiteTaskStore(path: "/var/lib/myservice/tasks.sqlite")

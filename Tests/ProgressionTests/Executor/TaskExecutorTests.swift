@@ -1,7 +1,8 @@
 import Foundation
-import Progression
 import ProgressionTestSupport
 import Testing
+
+@testable import Progression
 
 struct TaskExecutorTests {
     @Test(arguments: StoreKind.allCases)
@@ -142,19 +143,30 @@ struct TaskExecutorTests {
         await executor.shutdown()
     }
 
+    /// On a manual clock: the timeout's deadline passes while the task is paused, the timer fires and, finding that the
+    /// paused time does not count, arms itself again for the time left (the event waited for, read from the timer
+    /// queue); the task stays paused, and completes once resumed.
     @Test func aTimeoutDoesNotTickWhilePaused() async throws {
         let directory = try TemporaryDirectory()
-        let executor = try makeExecutor(.memory, in: directory)
+        let clock = ManualClock()
+        var configuration = TaskExecutor.Configuration()
+        configuration.clock = clock
+        configuration.completedTaskVisibility = .seconds(600)
+        configuration.writeWindow = .milliseconds(1)
+        let executor = try TaskExecutor(store: try StoreKind.memory.make(in: directory), configuration: configuration)
         let paused = Gate()
         let id = try await executor.addTask(name: "root", options: TaskOptions.interactive.timeout(.seconds(2))) {
             context in
-            // Pause at once (from the task itself, so that a loaded machine cannot delay the pause past the timeout).
             try await executor.pause(taskID: context.taskID)
             paused.open()
             try await context.report(.progress(0.5))  // waits here while paused
         }
         await paused.wait()
-        try await Task.sleep(for: .milliseconds(2500))  // longer than the timeout, paused
+        let armed = try #require(executor.engine.locked { $0.timers.earliest }, "the timeout's deadline")
+        clock.advance(by: .seconds(3))  // past the timeout, paused
+        try await waitUntil("the timer to fire and arm again for the time left") {
+            executor.engine.locked { $0.timers.earliest }.map { $0 > armed } ?? false
+        }
         #expect(executor.snapshot(of: id)?.status == .paused)
         try await executor.resume(taskID: id)
         #expect(try await executor.finished(id).status == .completed)
@@ -330,13 +342,16 @@ struct TaskExecutorTests {
             _ = try TaskExecutor(store: foreign)
         } throws: { error in
             guard case .unsupportedStore(let type) = error as? ProgressionError else { return false }
-            return type == "ReadingStore" && "\(error)".contains("cannot run tasks on a ReadingStore")
+            return type == "ReadingStore" && "\(error)".contains("cannot run or enqueue jobs on a ReadingStore")
         }
+        #expect(throws: ProgressionError.self) { _ = try JobClient(store: foreign) }
         let directory = try TemporaryDirectory()
         let ours: any TaskStore = try SQLiteTaskStore(path: directory.file("any.sqlite"))
         let executor = try TaskExecutor(store: ours)
         let id = try await executor.addTask(name: "runs") { context in try await context.report(.progress(1)) }
         #expect(try await executor.finished(id).status == .completed)
+        let client = try JobClient(store: ours)
+        #expect(try await client.job(id)?.status == .completed)
         await executor.shutdown()
     }
 
@@ -424,7 +439,8 @@ struct TaskExecutorTests {
             _ in
         }
         #expect(try await executor.finished(quick).status == .completed)
-        try await Task.sleep(for: .milliseconds(300))
+        // Its timeout's deadline comes and goes (the timer queue empties): the ended task is left as it was.
+        try await waitUntil("the quick task's timer to fire") { executor.engine.locked { $0.timers.earliest } == nil }
         #expect(executor.snapshot(of: quick)?.status == .completed)
         await executor.shutdown()
     }
