@@ -52,7 +52,11 @@ extension ExecutionEngine {
                 "claimed tasks of stopped owners",
                 metadata: ["count": "\(recovered.count)", "owners": "\(Set(recovered).sorted())"])
         }
-        for root in claimed { await load(root) }
+        // Their trees are read at once (one read each, on as many connections as the store has), so that a pass of
+        // several roots costs about one round trip more than a pass of one; each root is queued as its tree arrives.
+        await withTaskGroup(of: Void.self) { group in
+            for root in claimed { group.addTask { await self.load(root) } }
+        }
         return (claimed.count, claimed.count == room)
     }
 
