@@ -265,10 +265,10 @@ public final class PostgresTaskStore: TaskStoreBackend, Service {
                         group.addTask { await client.run() }
                         group.addTask { await changes.listen(client: client, channel: names.channel, logger: logger) }
                         try await self.open()
-                        self.setOpen()
                         // A control request written right after the store opened must not wait for the poll: the
                         // listener is up before the store is used (or the poll covers it when it cannot start).
                         await changes.waitUntilListening(timeout: self.configuration.connectTimeout)
+                        self.setOpen()
                         await self.stopSignal.wait()
                         changes.close()
                         group.cancelAll()

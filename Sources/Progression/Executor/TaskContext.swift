@@ -55,7 +55,8 @@ public protocol TaskContext: AnyObject, Sendable {
     /// When the value's type is `Codable` (`T` itself, checked when the subtask runs, so generic code whose `T` is only
     /// `Sendable` behaves the same), the value is stored with the subtask's completion and, when the parent runs
     /// again, a completed subtask returns its stored value without running. A value of another type cannot be stored:
-    /// that subtask runs again whenever its parent does.
+    /// that subtask runs again whenever its parent does. A `Codable` value that cannot be encoded (a `Double.nan`, say)
+    /// fails the subtask with the encoder's error.
     func push<T: Sendable>(
         _ name: String, weight: Double, options: TaskOptions?,
         _ step: @escaping @Sendable (any TaskContext) async throws -> T

@@ -118,8 +118,8 @@ public actor TaskExecutor {
     /// (``SQLiteTaskStore``, ``InMemoryTaskStore``, `PostgresTaskStore`) run tasks; any other is refused.
     ///
     /// - Throws: ``ProgressionError/unsupportedStore(_:)`` for a store of another type: the executor's write side
-    ///   (claims, fencing, one writer) is the package's own, and a ``TaskStore`` of yours can be read by
-    ///   `progressctl` and the console but cannot run tasks.
+    ///   (claims, fencing, one writer) is the package's own: a ``TaskStore`` of yours can be read through its API, but
+    ///   cannot run tasks.
     public init(store: any TaskStore, configuration: Configuration = .init()) throws(ProgressionError) {
         guard let backend = store as? any TaskStoreBackend else {
             throw .unsupportedStore(String(describing: type(of: store)))
@@ -155,7 +155,8 @@ public actor TaskExecutor {
     /// access makes a new subscription that starts with the current graph; a slow consumer gets the latest graph,
     /// never a backlog.
     public nonisolated var progressStream: AsyncStream<TaskGraph> {
-        engine.publisher.subscribe(current: engine.state.withLock { $0.graph() })
+        let published = engine.publisher.publishCount
+        return engine.publisher.subscribe(current: engine.state.withLock { $0.graph() }, publishedSince: published)
     }
 
     /// How many of the executor's background loops run now: 0 before it started and once ``shutdown(gracePeriod:)``

@@ -39,7 +39,7 @@ public enum ProgressionError: Error, Sendable, LocalizedError, CustomStringConve
     /// A durable sleep outside a job: only a job's code (a registered kind) can be continued by another process.
     case notResumable(taskID: String, reason: String)
     /// A store an executor or a job client cannot use: any ``TaskStore`` other than this package's (their write side,
-    /// with fencing and claims, is the package's own). Reading code (`progressctl`, the console) takes any ``TaskStore``.
+    /// with fencing and claims, is the package's own). Such a store can still be read through the ``TaskStore`` API.
     case unsupportedStore(String)
 
     /// The description for people.

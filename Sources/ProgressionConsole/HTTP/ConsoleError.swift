@@ -41,7 +41,8 @@ package struct ConsoleError: Error, Sendable, CustomStringConvertible {
         case let error as TaskStoreError:
             let message = CLIError(store: error).message
             switch error.reason {
-            case .busy, .cannotOpen, .cancelled: return (ConsoleError(.serviceUnavailable, message), false)
+            case .busy, .cannotOpen, .cancelled, .unavailable, .storageFailure, .readOnly:
+                return (ConsoleError(.serviceUnavailable, message), false)
             default: return (ConsoleError(.internalServerError, message), false)
             }
         default:
