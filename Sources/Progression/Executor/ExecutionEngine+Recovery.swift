@@ -52,14 +52,7 @@ extension ExecutionEngine {
                 "claimed tasks of stopped owners",
                 metadata: ["count": "\(recovered.count)", "owners": "\(Set(recovered).sorted())"])
         }
-        // Their trees are read four at a time (one read each), so that a pass of several roots costs a few round
-        // trips, not one per root, without taking every connection of a pool from the writer and the heartbeat; each
-        // root is queued as its tree arrives.
-        for first in stride(from: 0, to: claimed.count, by: 4) {
-            await withTaskGroup(of: Void.self) { group in
-                for root in claimed[first..<min(claimed.count, first + 4)] { group.addTask { await self.load(root) } }
-            }
-        }
+        for root in claimed { await load(root) }
         return (claimed.count, claimed.count == room)
     }
 
