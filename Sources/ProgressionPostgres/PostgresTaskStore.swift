@@ -561,17 +561,24 @@ public final class PostgresTaskStore: TaskStoreBackend, Service {
         pending: (@Sendable (Int64, T) -> Void)? = nil,
         identified body: @escaping @Sendable (PostgresConnection) async throws -> (T, Int64?)
     ) async throws -> T {
-        let commit = Mutex<(xid: Int64?, value: T?)>((nil, nil))
+        // Once the caller gave up (a deadline, a lost connection), the body sends no COMMIT; before, what it read is
+        // recorded, so that the caller looks up a COMMIT that may have gone out. Either the caller sees the xid, or
+        // the body sees that it was given up: never a COMMIT the caller does not know of (which would write the batch
+        // twice, its new rows then conflicting with themselves).
+        let commit = Mutex<(xid: Int64?, value: T?, abandoned: Bool)>((nil, nil, false))
         let logger = logger
         do {
             return try await withCallDeadline(configuration.callTimeout) { connection in
                 try await connection.query("BEGIN", logger: logger)
                 do {
                     let (value, xid) = try await body(connection)
-                    commit.withLock {
-                        $0.xid = xid
-                        $0.value = value
+                    let proceed = commit.withLock { state -> Bool in
+                        guard !state.abandoned else { return false }
+                        state.xid = xid
+                        state.value = value
+                        return true
                     }
+                    guard proceed else { throw CallDeadlineExceeded() }
                     try await connection.query("COMMIT", logger: logger)
                     return value
                 } catch {
@@ -586,7 +593,11 @@ public final class PostgresTaskStore: TaskStoreBackend, Service {
             // A server's answer (an error with a SQLSTATE other than a shutdown's) is final. A lost connection or a
             // deadline is not: the COMMIT may have been sent (by this task, or by the body still running when the
             // deadline passed, before its connection closed) and gone through; the server knows.
-            guard storeError.reason == .unavailable, let xid = commit.withLock({ $0.xid }) else { throw storeError }
+            let recorded = commit.withLock { state -> Int64? in
+                state.abandoned = true
+                return state.xid
+            }
+            guard storeError.reason == .unavailable, let xid = recorded else { throw storeError }
             let status = await transactionStatus(xid)
             let value = commit.withLock { $0.value }
             switch status {
