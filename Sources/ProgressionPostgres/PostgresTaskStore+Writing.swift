@@ -312,6 +312,21 @@ extension PostgresTaskStore {
         let claimed = try await write(pending: { xid, roots in
             self.ambiguous.withLock { $0.claims.append(Ambiguous.Claim(xid: xid, roots: roots)) }
         }) { [self] connection -> [ClaimedRoot] in
+            // The owners judged dead are read again, their rows locked until the commit: one that wrote a heartbeat
+            // since is left; one whose heartbeat comes after this read waits for the commit, and then finds its roots
+            // taken (its writes are fenced).
+            let judged = claim.judgedOwners
+            var current: [String: Date] = [:]
+            if !judged.isEmpty {
+                for (id, heartbeat) in try await rows(
+                    "SELECT id, heartbeat_at FROM \(names.owners) WHERE id = ANY($1::text[]) ORDER BY id FOR SHARE",
+                    bindings(judged), connection: connection, { try $0.decode((String, Int64).self) })
+                {
+                    current[id] = Date(storedMilliseconds: heartbeat)
+                }
+            }
+            let fromOwners = claim.ownersStillDead(current: current)
+            guard !fromOwners.isEmpty else { return [] }
             // Kinds paused across the fleet, and the room of kinds with a limit: their rows in job_kinds are locked,
             // so that two claims of one kind count one after the other.
             let paused = Set(
@@ -365,7 +380,7 @@ extension PostgresTaskStore {
             var branches: [String] = []
             var owners: [String] = []
             var seen: Set<String?> = []
-            for owner in claim.fromOwners where seen.insert(owner).inserted {
+            for owner in fromOwners where seen.insert(owner).inserted {
                 let condition: String
                 if let owner {
                     parameters.append(owner)

@@ -357,7 +357,11 @@ struct PostgresResilienceTests {
         try await PostgresTaskStore.withStore(configuration: throughProxy) { storeA in
             try await PostgresTaskStore.withStore(configuration: Self.configuration(server, schema: "partition")) {
                 storeB in
-                let a = try Self.executor(storeA, ledger: ledger, host: "host-a") { $0.ownerStaleAfter = staleAfter }
+                // Host-b judges host-a by `staleAfter`; host-a judges host-b by ten minutes. On a loaded machine
+                // host-b's own writes can fail for seconds, and then host-b renews no lease, as it should: with the
+                // same 2 s, host-a would rightly take the jobs back once healed, and which host ends up with them
+                // would depend on the load, not on the fencing this test checks.
+                let a = try Self.executor(storeA, ledger: ledger, host: "host-a") { $0.ownerStaleAfter = .seconds(600) }
                 let b = try Self.executor(storeB, ledger: ledger, host: "host-b") { $0.ownerStaleAfter = staleAfter }
                 try await a.start()
                 let jobs = try await a.submit("steps", inputs: Array(repeating: Steps(steps: 40, milliseconds: 50), count: 4))

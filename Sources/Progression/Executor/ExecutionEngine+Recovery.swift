@@ -30,7 +30,7 @@ extension ExecutionEngine {
         }
         guard room > 0 else { return (0, false) }
         defer { locked { $0.runQueue.endClaim(reserved: room) } }
-        let dead: [String]
+        let dead: [String: Date]
         do {
             dead = try await deadOwners()
         } catch {
@@ -40,7 +40,9 @@ extension ExecutionEngine {
         let claimed: [ClaimedRoot]
         do {
             claimed = try await store.claimRoots(
-                RootClaim(fromOwners: [nil] + dead, kinds: kinds, newOwner: ownerID, limit: room, now: now()))
+                RootClaim(
+                    fromOwners: [nil] + dead.keys.sorted(), kinds: kinds, newOwner: ownerID, limit: room, now: now(),
+                    judgedHeartbeats: dead))
         } catch {
             Self.noteStorageFailure(error, outage: storageOutage, logger: logger, what: "claiming tasks")
             return (0, false)
@@ -56,9 +58,10 @@ extension ExecutionEngine {
         return (claimed.count, claimed.count == room)
     }
 
-    /// The owners whose roots may be taken: dead ones (another host's stale heartbeat, a gone process of this host).
-    /// Read at most once per recovery interval.
-    func deadOwners() async throws -> [String] {
+    /// The owners whose roots may be taken: dead ones (another host's stale heartbeat, a gone process of this host),
+    /// with the heartbeat each was judged by. Read at most once per recovery interval; the claim reads each one's
+    /// heartbeat again in its transaction and leaves an owner whose heartbeat has moved since.
+    func deadOwners() async throws -> [String: Date] {
         let now = now()
         if let cached = ownerCache.withLock({ $0 }),
             now.timeIntervalSince(cached.readAt) < configuration.recoveryInterval.seconds
@@ -67,14 +70,16 @@ extension ExecutionEngine {
         }
         let staleAfter = configuration.ownerStaleAfter
         let host = configuration.hostName
-        var dead = try await store.owners().filter { owner in
-            owner.id != ownerID && !owner.liveness(now: now, staleAfter: staleAfter, host: host).isAlive
-        }.map(\.id)
+        var dead: [String: Date] = [:]
+        for owner in try await store.owners()
+        where owner.id != ownerID && !owner.liveness(now: now, staleAfter: staleAfter, host: host).isAlive {
+            dead[owner.id] = owner.heartbeatAt
+        }
         // Dead owners that hold nothing unfinished are deleted (a restarted service leaves one per run, and each
         // would be read by every claim); one that comes back is recorded again by its next heartbeat.
-        if !dead.isEmpty, (try? await store.forgetIdleOwners(dead)) ?? 0 > 0 {
+        if !dead.isEmpty, (try? await store.forgetIdleOwners(dead.keys.sorted())) ?? 0 > 0 {
             let remaining = Set(try await store.owners().map(\.id))
-            dead.removeAll { !remaining.contains($0) }
+            dead = dead.filter { remaining.contains($0.key) }
         }
         ownerCache.withLock { $0 = (now, dead) }
         return dead

@@ -40,7 +40,7 @@ final class ExecutionEngine: Sendable {
     /// Another process committed since the claim loop last looked: the store may hold jobs to claim.
     let storeChanged = Atomic<Bool>(true)
     /// The dead owners, as last read (the claim loop reads them at most once per recovery interval).
-    let ownerCache = Mutex<(readAt: Date, dead: [String])?>(nil)
+    let ownerCache = Mutex<(readAt: Date, dead: [String: Date])?>(nil)
     /// The schedules this executor declared.
     let declaredSchedules = Mutex<[String: Schedule]>([:])
 

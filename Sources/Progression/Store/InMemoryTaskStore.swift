@@ -142,6 +142,8 @@ public actor InMemoryTaskStore: TaskStoreBackend {
 
     package func claimRoots(_ claim: RootClaim) throws -> [ClaimedRoot] {
         try transaction { state in
+            // An owner judged dead that wrote a heartbeat since is left.
+            let fromOwners = claim.ownersStillDead(current: state.owners.mapValues(\.heartbeatAt))
             // Room of limited kinds: their owned roots that run or are about to.
             var room: [String: Int] = [:]
             for (name, kind) in state.kinds {
@@ -153,7 +155,7 @@ public actor InMemoryTaskStore: TaskStoreBackend {
             }
             let now = claim.now.storedMilliseconds
             let candidates = state.tasks.values
-                .filter { $0.isRoot && !$0.status.isFinished && $0.status != .paused && claim.fromOwners.contains($0.ownerID) }
+                .filter { $0.isRoot && !$0.status.isFinished && $0.status != .paused && fromOwners.contains($0.ownerID) }
                 .filter { ($0.nextAttemptAt?.storedMilliseconds ?? .min) <= now }
                 .filter { task in claim.kinds.map { kinds in task.kind.map(kinds.contains) ?? true } ?? true }
                 .filter { task in task.kind.map { state.pausedKinds[$0] == nil } ?? true }

@@ -155,6 +155,19 @@ extension SQLiteTaskStore {
     package func claimRoots(_ claim: RootClaim) async throws -> [ClaimedRoot] {
         guard !claim.fromOwners.isEmpty, claim.limit > 0 else { return [] }
         return try await write { connection in
+            // The owners judged dead are read again inside the write: one that wrote a heartbeat since is left.
+            let judged = claim.judgedOwners
+            var current: [String: Date] = [:]
+            if !judged.isEmpty {
+                for (id, heartbeat) in try connection.query(
+                    "SELECT id, heartbeat_at FROM owners WHERE id IN (\(Self.placeholders(judged.count)))",
+                    judged.map { .text($0) }, { row in (row.text(at: 0), Date(storedMilliseconds: row.int64(at: 1))) })
+                {
+                    current[id] = heartbeat
+                }
+            }
+            let fromOwners = claim.ownersStillDead(current: current)
+            guard !fromOwners.isEmpty else { return [] }
             let (paused, room) = try kindRoom(claim.kinds, connection: connection)
             var kindCondition = ""
             var kindParameters: [SQLiteValue] = []
@@ -189,7 +202,7 @@ extension SQLiteTaskStore {
                 }
             }
             let select = "SELECT id, status, kind, priority, created_at, next_attempt_at, owner_id FROM tasks"
-            for owner in claim.fromOwners {
+            for owner in fromOwners {
                 let ownerCondition = owner == nil ? "owner_id IS NULL" : "owner_id = ?"
                 try collect(
                     """
@@ -200,7 +213,7 @@ extension SQLiteTaskStore {
                     """,
                     (owner.map { [.text($0)] } ?? []) + kindParameters + [.integer(Int64(claim.limit))])
             }
-            let owners = claim.fromOwners.compactMap { $0 }
+            let owners = fromOwners.compactMap { $0 }
             let ownersCondition =
                 "(owner_id IS NULL" + (owners.isEmpty ? "" : " OR owner_id IN (\(Self.placeholders(owners.count)))") + ")"
             try collect(

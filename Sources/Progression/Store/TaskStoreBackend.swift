@@ -315,13 +315,36 @@ package struct RootClaim: Sendable, Hashable {
     package var limit: Int
     /// Roots waiting for a later time are left.
     package var now: Date
+    /// The heartbeat by which each of these owners was judged dead. The store reads the owners' heartbeats again in
+    /// the claim's transaction (locking their rows where it can) and leaves out an owner whose heartbeat has moved
+    /// since: it wrote one between the judgement and the claim, so it is alive. An owner not in it, or no longer in
+    /// the owners table, is taken as judged.
+    package var judgedHeartbeats: [String: Date]
 
-    package init(fromOwners: [String?], kinds: Set<String>?, newOwner: String, limit: Int, now: Date = .distantFuture) {
+    package init(
+        fromOwners: [String?], kinds: Set<String>?, newOwner: String, limit: Int, now: Date = .distantFuture,
+        judgedHeartbeats: [String: Date] = [:]
+    ) {
         self.fromOwners = fromOwners
         self.kinds = kinds
         self.newOwner = newOwner
         self.limit = limit
         self.now = now
+        self.judgedHeartbeats = judgedHeartbeats
+    }
+
+    /// The owners whose heartbeats the store must read again in the claim's transaction.
+    package var judgedOwners: [String] {
+        fromOwners.compactMap { $0 }.filter { judgedHeartbeats[$0] != nil }
+    }
+
+    /// `fromOwners` without those whose heartbeat, read in the claim's transaction (`current`), is not the one they
+    /// were judged dead by. Compared at the store's precision (milliseconds).
+    package func ownersStillDead(current: [String: Date]) -> [String?] {
+        fromOwners.filter { owner in
+            guard let owner, let judged = judgedHeartbeats[owner], let now = current[owner] else { return true }
+            return now.storedMilliseconds == judged.storedMilliseconds
+        }
     }
 }
 

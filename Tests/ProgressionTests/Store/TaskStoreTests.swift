@@ -446,6 +446,35 @@ struct TaskStoreTests {
         #expect(ids == ids.sorted())
     }
 
+    /// A claim reads the heartbeat of each owner it judged dead again, in its own transaction: an owner that wrote one
+    /// since the judgement (slow, not dead) keeps its roots; one whose heartbeat is the judged one, or whose row is
+    /// gone, loses them.
+    @Test(arguments: StoreKind.allCases)
+    func anOwnerWhoseHeartbeatMovedSinceItWasJudgedDeadKeepsItsRoots(kind: StoreKind) async throws {
+        let directory = try TemporaryDirectory()
+        let store = try kind.make(in: directory)
+        let t0 = Date(timeIntervalSince1970: 1_700_000_000.25)
+        for id in ["slow", "dead"] {
+            try await store.saveOwner(OwnerRecord(id: id, host: "h", pid: 1, startedAt: t0, heartbeatAt: t0))
+        }
+        try await store.insert(
+            [makeRecord(id: "s", status: .running, owner: "slow"), makeRecord(id: "d", status: .running, owner: "dead"),
+             makeRecord(id: "g", status: .running, owner: "gone")], events: [])
+        // "slow" writes a heartbeat after the claimer read t0.
+        try await store.saveOwner(OwnerRecord(id: "slow", host: "h", pid: 1, startedAt: t0, heartbeatAt: t0 + 3))
+        let judged = ["slow": t0, "dead": t0, "gone": t0]
+        let claimed = try await store.claimRoots(
+            RootClaim(
+                fromOwners: ["slow", "dead", "gone"], kinds: nil, newOwner: "me", limit: 10, judgedHeartbeats: judged))
+        #expect(Set(claimed.map(\.id)) == ["d", "g"])
+        #expect(try await store.task(id: "s")?.ownerID == "slow")
+        // Judged again by its latest heartbeat, still unchanged at the claim: taken.
+        let later = try await store.claimRoots(
+            RootClaim(fromOwners: ["slow"], kinds: nil, newOwner: "me", limit: 10, judgedHeartbeats: ["slow": t0 + 3]))
+        #expect(later.map(\.id) == ["s"])
+        #expect(try await store.task(id: "s")?.ownerID == "me")
+    }
+
     @Test(arguments: StoreKind.allCases)
     func ownersAndControlRequestsRoundTrip(kind: StoreKind) async throws {
         let directory = try TemporaryDirectory()
