@@ -268,12 +268,8 @@ struct ProgressRuleTests {
     /// `updatedAt` moves with the progress that is written, for a root too.
     @Test func updatedAtMovesWithProgress() async throws {
         let directory = try TemporaryDirectory()
-        var configuration = TaskExecutor.Configuration()
         let clock = ManualClock()
-        configuration.clock = clock
-        configuration.completedTaskVisibility = .seconds(600)
-        configuration.writeWindow = .milliseconds(1)
-        let executor = try TaskExecutor(store: try StoreKind.sqlite.make(in: directory), configuration: configuration)
+        let executor = try makeExecutor(.sqlite, in: directory, clock: clock)
         let step = Gate(), stepped = Gate(), finish = Gate()
         let id = try await executor.addTask(name: "root") { context in
             try await context.report(.total(2))
@@ -337,11 +333,7 @@ struct ProgressRuleTests {
     @Test func aRunningTaskCarriesARateAndATimeLeft() async throws {
         let directory = try TemporaryDirectory()
         let clock = ManualClock()
-        var configuration = TaskExecutor.Configuration()
-        configuration.clock = clock
-        configuration.completedTaskVisibility = .seconds(600)
-        configuration.writeWindow = .milliseconds(1)
-        let executor = try TaskExecutor(store: try StoreKind.sqlite.make(in: directory), configuration: configuration)
+        let executor = try makeExecutor(.sqlite, in: directory, clock: clock)
         let go = (0...5).map { _ in Gate() }, reached = (0...5).map { _ in Gate() }
         let id = try await executor.addTask(name: "steady", options: .interactive) { context in
             try await context.report(.total(100))

@@ -149,11 +149,7 @@ struct TaskExecutorTests {
     @Test func aTimeoutDoesNotTickWhilePaused() async throws {
         let directory = try TemporaryDirectory()
         let clock = ManualClock()
-        var configuration = TaskExecutor.Configuration()
-        configuration.clock = clock
-        configuration.completedTaskVisibility = .seconds(600)
-        configuration.writeWindow = .milliseconds(1)
-        let executor = try TaskExecutor(store: try StoreKind.memory.make(in: directory), configuration: configuration)
+        let executor = try makeExecutor(.memory, in: directory, clock: clock)
         let paused = Gate()
         let id = try await executor.addTask(name: "root", options: TaskOptions.interactive.timeout(.seconds(2))) {
             context in

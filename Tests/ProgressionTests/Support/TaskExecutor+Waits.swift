@@ -24,6 +24,15 @@ extension TaskExecutor {
     }
 }
 
+/// An executor for one test whose time is `clock`'s: finished tasks stay visible, and each report is written at once.
+func makeExecutor(_ kind: StoreKind, in directory: TemporaryDirectory, clock: ManualClock) throws -> TaskExecutor {
+    var configuration = TaskExecutor.Configuration()
+    configuration.clock = clock
+    configuration.completedTaskVisibility = .seconds(600)
+    configuration.writeWindow = .milliseconds(1)
+    return try TaskExecutor(store: try kind.make(in: directory), configuration: configuration)
+}
+
 /// An executor for one test: finished tasks stay visible.
 func makeExecutor(_ kind: StoreKind, in directory: TemporaryDirectory) throws -> TaskExecutor {
     var configuration = TaskExecutor.Configuration()
