@@ -113,8 +113,10 @@ struct TaskExecutorTests {
         #expect(paused.children.first?.status == .paused)
         #expect(try await executor.store.task(id: id)?.status == .paused, "committed before pause returned")
         release.open()
-        // Both reporters reach their report and stay there while the task is paused.
-        try await Task.sleep(for: .milliseconds(200))
+        // Both reporters reach their report and wait there while the task is paused (their waits read from the graph).
+        try await waitUntil("both reporters to wait in their report") {
+            executor.engine.locked { state in state.nodes.values.reduce(0) { $0 + $1.pauseWaiters.count } } == 2
+        }
         #expect(passed.count == 0)
         try await executor.resume(taskID: id)
         try await waitUntil("both reporters to continue") { passed.count == 2 }

@@ -21,7 +21,8 @@ struct SQLiteTaskStoreLifetimeTests {
         for _ in 0..<20 {
             _ = try await SQLiteTaskStore(path: path).roots(TaskQuery())
         }
-        try await Task.sleep(for: .milliseconds(100))
-        #expect(openFiles() - before == 0, "\(openFiles() - before) files left open by 20 released stores")
+        // A released store's connections close on their own threads: waited for, not slept on.
+        let closed = await eventually(timeout: .seconds(20)) { openFiles() - before == 0 }
+        #expect(closed, "\(openFiles() - before) files left open by 20 released stores")
     }
 }
