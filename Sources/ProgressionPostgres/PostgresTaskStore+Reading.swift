@@ -15,18 +15,7 @@ extension PostgresTaskStore {
 
     /// The task and every node below it, parents before children, siblings in creation order.
     public func tree(of id: String) async throws -> [TaskRecord] {
-        try await read { [self] connection in
-            // One snapshot for the two statements.
-            try await connection.query("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", logger: logger)
-            do {
-                let nodes = try await subtree(of: id, connection: connection)
-                try await connection.query("COMMIT", logger: logger)
-                return nodes
-            } catch {
-                _ = try? await connection.query("ROLLBACK", logger: logger)
-                throw error
-            }
-        }
+        try await read { [self] connection in try await subtree(of: id, connection: connection) }
     }
 
     /// Roots matching `query`, in its order.

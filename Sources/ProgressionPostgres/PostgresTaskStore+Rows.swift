@@ -9,6 +9,9 @@ import Synchronization
 /// (`unnest`), so that a batch of any size costs a few statements.
 extension PostgresTaskStore {
     /// The columns of `tasks` in the order ``record(from:)`` reads them.
+    /// How many columns ``columns`` names.
+    static let columnCount = columns.split(separator: ",").count
+
     static let columns = """
         id, parent_id, root_id, name, occurrence, kind, input, idempotency_key, options, status, progress, step, \
         weight, attempt, interruptions, error_type, error_description, result, checkpoint, owner_id, \
@@ -256,19 +259,32 @@ extension PostgresTaskStore {
     /// locked first (`FOR UPDATE`), so that no batch, claim or other change of the tree runs until the transaction
     /// ends.
     func subtree(of id: String, connection: PostgresConnection, lock: Bool = false) async throws -> [TaskRecord] {
-        guard
-            let rootID = try await connection.query(
-                PostgresQuery(unsafeSQL: "SELECT root_id FROM \(names.tasks) WHERE id = $1", binds: bindings(id)),
-                logger: logger
-            ).collect().first.map({ try $0.decode(String.self) })
-        else { return [] }
         let select = "SELECT \(Self.columns) FROM \(names.tasks)"
+        guard lock else {
+            // One statement, so one snapshot and one round trip: the root by its key, its subtasks by the index of
+            // subtasks by root.
+            let tree = try await connection.query(
+                PostgresQuery(
+                    unsafeSQL: """
+                        WITH tree AS (SELECT root_id FROM \(names.tasks) WHERE id = $1)
+                        \(select) WHERE id = (SELECT root_id FROM tree)
+                        UNION ALL
+                        \(select) WHERE root_id = (SELECT root_id FROM tree) AND parent_id IS NOT NULL
+                        """, binds: bindings(id)),
+                logger: logger
+            ).collect().map { try record(from: $0) }
+            return TaskTreeOrder.subtree(of: id, in: tree)
+        }
+        // In a write: the root locked first (found through the node's root_id), then its subtasks read.
         var all = try await connection.query(
-            PostgresQuery(unsafeSQL: "\(select) WHERE id = $1\(lock ? " FOR UPDATE" : "")", binds: bindings(rootID)),
+            PostgresQuery(
+                unsafeSQL: "\(select) WHERE id = (SELECT root_id FROM \(names.tasks) WHERE id = $1) FOR UPDATE",
+                binds: bindings(id)),
             logger: logger
         ).collect().map { try record(from: $0) }
+        guard let root = all.first else { return [] }
         all += try await connection.query(
-            PostgresQuery(unsafeSQL: "\(select) WHERE root_id = $1 AND parent_id IS NOT NULL", binds: bindings(rootID)),
+            PostgresQuery(unsafeSQL: "\(select) WHERE root_id = $1 AND parent_id IS NOT NULL", binds: bindings(root.id)),
             logger: logger
         ).collect().map { try record(from: $0) }
         return TaskTreeOrder.subtree(of: id, in: all)

@@ -90,7 +90,11 @@ extension ExecutionEngine {
     private func load(_ claimed: ClaimedRoot) async {
         let tree: [TaskRecord]
         do {
-            tree = try await store.tree(of: claimed.id)
+            if let read = claimed.tree {
+                tree = read
+            } else {
+                tree = try await store.tree(of: claimed.id)
+            }
         } catch {
             Self.noteStorageFailure(error, outage: storageOutage, logger: logger, what: "loading a claimed task")
             locked { $0.unloadedClaims.append(claimed) }

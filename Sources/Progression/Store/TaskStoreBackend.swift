@@ -357,10 +357,13 @@ package struct ClaimedRoot: Sendable, Hashable {
     package var createdAt: Date
     package var nextAttemptAt: Date?
     package var previousOwner: String?
+    /// The root's whole tree as the claim committed it, when the store read it in the claim (a root with no subtasks,
+    /// on PostgreSQL, where each read is a round trip); `nil`: the executor reads it after the claim.
+    package var tree: [TaskRecord]?
 
     package init(
         id: String, status: TaskStatus, kind: String?, priority: Int, createdAt: Date, nextAttemptAt: Date?,
-        previousOwner: String?
+        previousOwner: String?, tree: [TaskRecord]? = nil
     ) {
         self.id = id
         self.status = status
@@ -369,6 +372,7 @@ package struct ClaimedRoot: Sendable, Hashable {
         self.createdAt = createdAt
         self.nextAttemptAt = nextAttemptAt
         self.previousOwner = previousOwner
+        self.tree = tree
     }
 }
 
