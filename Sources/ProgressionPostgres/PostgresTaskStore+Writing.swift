@@ -442,9 +442,20 @@ extension PostgresTaskStore {
             }
             guard !chunk.isEmpty else { return [] }
             // Taken by one statement over the ids. Subtasks are fenced through their root's owner, so they need no
-            // change. (An UPDATE … FROM the chunk would hash the whole table to join it, for every chunk.) Each root
-            // comes back whole, with whether it has subtasks: the tree of one that has none (a job that never ran)
-            // is the root alone, and the executor need not read it again (a read is a round trip).
+            // change. (An UPDATE … FROM the chunk would hash the whole table to join it, for every chunk.)
+            guard claim.readsTrees else {
+                let taken = try await rows(
+                    "WITH taken AS (UPDATE \(names.tasks) SET owner_id = $1 WHERE id = ANY($2::text[]) RETURNING 1) SELECT count(*) FROM taken",
+                    bindings(newOwner, chunk.map(\.id)), connection: connection
+                ) { try $0.decode(Int64.self) }.first ?? 0
+                guard taken == chunk.count else {
+                    throw TaskStoreError(.other, path: location, message: "a claim read \(chunk.count) roots but took \(taken)")
+                }
+                return chunk
+            }
+            // For an executor, each root comes back whole, with whether it has subtasks: the tree of one that has
+            // none (a job that never ran) is the root alone, and the executor need not read it again (a read is a
+            // round trip).
             let columnCount = Self.columnCount
             let taken = try await rows(
                 """

@@ -320,10 +320,13 @@ package struct RootClaim: Sendable, Hashable {
     /// since: it wrote one between the judgement and the claim, so it is alive. An owner not in it, or no longer in
     /// the owners table, is taken as judged.
     package var judgedHeartbeats: [String: Date]
+    /// Whether the claimer loads the claimed trees at once (an executor does): a store that can read them in the
+    /// claim for less than a read of each afterwards returns them (``ClaimedRoot/tree``).
+    package var readsTrees: Bool
 
     package init(
         fromOwners: [String?], kinds: Set<String>?, newOwner: String, limit: Int, now: Date = .distantFuture,
-        judgedHeartbeats: [String: Date] = [:]
+        judgedHeartbeats: [String: Date] = [:], readsTrees: Bool = false
     ) {
         self.fromOwners = fromOwners
         self.kinds = kinds
@@ -331,6 +334,7 @@ package struct RootClaim: Sendable, Hashable {
         self.limit = limit
         self.now = now
         self.judgedHeartbeats = judgedHeartbeats
+        self.readsTrees = readsTrees
     }
 
     /// The owners whose heartbeats the store must read again in the claim's transaction.

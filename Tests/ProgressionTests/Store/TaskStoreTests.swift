@@ -446,6 +446,34 @@ struct TaskStoreTests {
         #expect(ids == ids.sorted())
     }
 
+    /// A claim for an executor may return a claimed root's tree (PostgreSQL does for a root with no subtasks, saving
+    /// the executor a read): when it does, it is the tree as stored after the claim.
+    @Test(arguments: StoreKind.allCases)
+    func aTreeReturnedByAClaimIsTheStoredTree(kind: StoreKind) async throws {
+        let directory = try TemporaryDirectory()
+        let store = try kind.make(in: directory)
+        let fresh = makeRecord(id: "fresh", status: .pending, kind: "job")
+        let ran = makeRecord(id: "ran", status: .running, owner: "dead", kind: "job")
+        try await store.insert(
+            [fresh, ran, makeRecord(id: "ran.1", parent: ran, status: .completed, owner: "dead")], events: [])
+        let claimed = try await store.claimRoots(
+            RootClaim(fromOwners: [nil, "dead"], kinds: nil, newOwner: "me", limit: 10, readsTrees: true))
+        #expect(Set(claimed.map(\.id)) == ["fresh", "ran"])
+        for root in claimed {
+            if let tree = root.tree { #expect(tree == (try await store.tree(of: root.id))) }
+        }
+        #if PostgreSQL
+            if kind == .postgres {
+                #expect(claimed.first { $0.id == "fresh" }?.tree?.map(\.id) == ["fresh"])
+                #expect(claimed.first { $0.id == "ran" }?.tree == nil, "a root with subtasks is read after the claim")
+            }
+        #endif
+        // Without `readsTrees` no store returns one.
+        try await store.insert([makeRecord(id: "later", status: .pending, kind: "job")], events: [])
+        let plain = try await store.claimRoots(RootClaim(fromOwners: [nil], kinds: nil, newOwner: "me", limit: 10))
+        #expect(plain.map(\.id) == ["later"] && plain.allSatisfy { $0.tree == nil })
+    }
+
     /// A claim reads the heartbeat of each owner it judged dead again, in its own transaction: an owner that wrote one
     /// since the judgement (slow, not dead) keeps its roots; one whose heartbeat is the judged one, or whose row is
     /// gone, loses them.
