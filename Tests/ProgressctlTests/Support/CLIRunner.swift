@@ -34,10 +34,12 @@ enum CLI {
             input: input.map { .data($0) } ?? .nothing)
     }
 
-    /// Runs the binary to its end (at most `timeout`).
+    /// Runs the binary to its end (at most `timeout`). The default is generous: one run takes well under a second,
+    /// but under a loaded `swift test --parallel` (PostgreSQL servers starting beside it) one `stats` once took over
+    /// 20 s; a hang still fails.
     static func run(
         _ arguments: [String], in directory: TemporaryDirectory, environment: [String: String] = [:],
-        input: Data? = nil, timeout: Duration = .seconds(20)
+        input: Data? = nil, timeout: Duration = .seconds(60)
     ) async throws -> ChildProcess.Outcome {
         try await start(arguments, in: directory, environment: environment, input: input).outcome(timeout: timeout)
     }

@@ -73,7 +73,7 @@ struct Fixture {
     /// Runs progressctl with `--db` this file (and `environment` added to this process's, `input` on stdin).
     func run(
         _ arguments: [String], environment: [String: String] = [:], input: Data? = nil,
-        timeout: Duration = .seconds(20)
+        timeout: Duration = .seconds(60)
     ) async throws -> ChildProcess.Outcome {
         try await CLI.run(
             ["--db", path] + arguments, in: directory, environment: environment, input: input, timeout: timeout)
