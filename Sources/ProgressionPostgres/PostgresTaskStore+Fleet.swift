@@ -264,11 +264,15 @@ extension PostgresTaskStore {
 
     package func forgetIdleOwners(_ ids: [String]) async throws -> Int {
         guard !ids.isEmpty else { return 0 }
+        // The rows are locked in id order, as a claim locks the owners it judged dead: two workers forgetting and
+        // claiming the same owners at once wait for each other instead of deadlocking.
         return try await write { [self] connection in
             try await rows(
                 """
-                DELETE FROM \(names.owners) AS o WHERE o.id = ANY($1::text[]) AND NOT EXISTS (
-                  SELECT 1 FROM \(names.tasks) t WHERE t.parent_id IS NULL AND t.finished_at IS NULL AND t.owner_id = o.id)
+                DELETE FROM \(names.owners) AS o
+                WHERE o.id IN (SELECT id FROM \(names.owners) WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE)
+                  AND NOT EXISTS (
+                    SELECT 1 FROM \(names.tasks) t WHERE t.parent_id IS NULL AND t.finished_at IS NULL AND t.owner_id = o.id)
                 RETURNING 1
                 """, bindings(ids), connection: connection
             ) { try $0.decode(Int.self) }.count

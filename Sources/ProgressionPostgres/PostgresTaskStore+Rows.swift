@@ -9,9 +9,6 @@ import Synchronization
 /// (`unnest`), so that a batch of any size costs a few statements.
 extension PostgresTaskStore {
     /// The columns of `tasks` in the order ``record(from:)`` reads them.
-    /// How many columns ``columns`` names.
-    static let columnCount = columns.split(separator: ",").count
-
     static let columns = """
         id, parent_id, root_id, name, occurrence, kind, input, idempotency_key, options, status, progress, step, \
         weight, attempt, interruptions, error_type, error_description, result, checkpoint, owner_id, \
@@ -23,6 +20,9 @@ extension PostgresTaskStore {
         columns.split(separator: ",").map { "\(alias).\($0.trimmingCharacters(in: .whitespaces))" }
             .joined(separator: ", ")
     }
+
+    /// How many columns ``columns`` names: one type each.
+    static var columnCount: Int { columnTypes.count }
 
     /// The SQL types of ``columns``, for `unnest` of one array per column.
     static let columnTypes = [

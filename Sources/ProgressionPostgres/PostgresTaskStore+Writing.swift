@@ -116,7 +116,10 @@ extension PostgresTaskStore {
                     message: "whether an earlier claim went through is not known yet (no answer from the server)")
             }
             ambiguous.withLock { $0.claims.removeAll { $0.xid == entry.xid } }
-            if status == .committed { claimed += entry.roots }
+            // A tree read in that claim may be long out of date by now (while this executor could not write, its
+            // heartbeat went stale: another worker or an operator may have changed the root since): the executor
+            // reads each again.
+            if status == .committed { claimed += entry.roots.map { root in var root = root; root.tree = nil; return root } }
         }
         return claimed
     }
@@ -376,10 +379,7 @@ extension PostgresTaskStore {
             // One branch per owner, each an ordered scan of the unfinished roots' index for that owner (one scan over
             // every owner would sort them all for each chunk), and one for the due roots that waited for a time; each
             // locks its rows, skipping those another executor holds (a branch's rows beyond the chunk stay locked
-            // until the commit: a concurrent claim takes others). Paused roots are not claimed. The order names the
-            // owner first, as the index does: `owner_id IS NULL` does not tell the planner that the column is
-            // constant (`= $n` does), and without it the unowned branch read every unowned root and sorted them, for
-            // each claim (3,129 rows for a chunk of 7 in a fleet run).
+            // until the commit: a concurrent claim takes others). Paused roots are not claimed.
             var branches: [String] = []
             var owners: [String] = []
             var seen: Set<String?> = []
@@ -395,10 +395,7 @@ extension PostgresTaskStore {
                 branches.append(
                     """
                     owner\(branches.count) AS (
-                      SELECT id, status, kind, priority, created_at, next_attempt_at, owner_id FROM \(names.tasks)
-                      WHERE parent_id IS NULL AND finished_at IS NULL AND \(condition) AND next_attempt_at IS NULL
-                        AND status <> 'paused'\(kindCondition)
-                      ORDER BY owner_id, priority DESC, created_at, id LIMIT $1 FOR UPDATE SKIP LOCKED)
+                    \(Self.readyRoots(in: names.tasks, where: condition, kindCondition: kindCondition, limit: "$1")))
                     """)
             }
             parameters.append(owners)
@@ -484,6 +481,20 @@ extension PostgresTaskStore {
             if left.createdAt != right.createdAt { return left.createdAt < right.createdAt }
             return left.id.utf8.lexicographicallyPrecedes(right.id.utf8)
         }
+    }
+
+    /// A claim's read of one owner's roots that are ready to run (or of the unowned ones), locked, skipping those
+    /// another claim holds, at most `limit`, in the order of `tasks_roots_unfinished` (`eachIndexServesItsQuery`
+    /// explains this text). The order names the owner first, as the index does: `owner_id IS NULL` does not tell the
+    /// planner that the column is constant (`= $n` does), and without it the unowned branch read every unowned root
+    /// and sorted them for each claim (3,129 rows for a chunk of 7 in a fleet run).
+    package static func readyRoots(in table: String, where owner: String, kindCondition: String, limit: String) -> String {
+        """
+        SELECT id, status, kind, priority, created_at, next_attempt_at, owner_id FROM \(table)
+        WHERE parent_id IS NULL AND finished_at IS NULL AND \(owner) AND next_attempt_at IS NULL
+          AND status <> 'paused'\(kindCondition)
+        ORDER BY owner_id, priority DESC, created_at, id LIMIT \(limit) FOR UPDATE SKIP LOCKED
+        """
     }
 
     package func transferTree(

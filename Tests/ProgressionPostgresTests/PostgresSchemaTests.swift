@@ -90,10 +90,13 @@ struct PostgresSchemaTests {
 
     /// Each index of migrations/postgres serves the query named beside it.
     @Test(arguments: [
+        // A claim's own reads: of a dead owner's roots, and of the unowned ones (of some kinds).
         ("tasks_roots_unfinished",
-         "SELECT id FROM tasks WHERE parent_id IS NULL AND finished_at IS NULL AND owner_id = 'o' ORDER BY priority DESC, created_at, id LIMIT 10 FOR UPDATE SKIP LOCKED"),
+         PostgresTaskStore.readyRoots(in: "tasks", where: "owner_id = 'o'", kindCondition: "", limit: "10")),
         ("tasks_roots_unfinished",
-         "SELECT id FROM tasks WHERE parent_id IS NULL AND finished_at IS NULL AND owner_id IS NULL ORDER BY owner_id, priority DESC, created_at, id LIMIT 10 FOR UPDATE SKIP LOCKED"),
+         PostgresTaskStore.readyRoots(
+            in: "tasks", where: "owner_id IS NULL", kindCondition: " AND (kind IS NULL OR kind = ANY('{k}'::text[]))",
+            limit: "10")),
         ("tasks_roots_finished",
          "SELECT id FROM tasks WHERE parent_id IS NULL AND finished_at IS NOT NULL AND status = ANY('{completed,failed}'::text[]) AND created_at < 1700002000000 AND finished_at < 1700002000000"),
         ("tasks_roots_finished",

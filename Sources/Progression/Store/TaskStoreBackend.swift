@@ -32,7 +32,8 @@ package protocol TaskStoreBackend: TaskStore, FleetStore {
 
     /// Takes unfinished roots held by none of the live owners — unowned, or held by one of ``RootClaim/fromOwners`` —
     /// with a compare-and-set on their owner, by priority then age, at most ``RootClaim/limit``; their trees go with
-    /// them. Returns what was claimed, as it was before the claim.
+    /// them. Returns what was claimed, as it was before the claim, except ``ClaimedRoot/tree``: the tree as the claim
+    /// left it (with the new owner).
     func claimRoots(_ claim: RootClaim) async throws -> [ClaimedRoot]
 
     /// Gives every node of a root's tree to `newOwner` when the root's status is one of `statuses` and its owner is
