@@ -107,35 +107,45 @@ struct SQLiteConnectionTests {
         }
     }
 
+    /// The statement and the interrupter each run on a thread of their own, not on the concurrency pool: the
+    /// statement blocks its thread until it is interrupted, and on a 2-core machine the pool has two threads. (Run on
+    /// the pool under a loaded parallel run, the interrupter once got no thread before its deadline, the statement
+    /// started after its last interrupt and ran on, and every other test in the process stalled.) The interrupter
+    /// interrupts until the statement has ended, since a first interrupt may land before it starts; the statement is
+    /// finite (a billion rows, minutes), so a broken interrupt fails the test instead of hanging it.
     @Test func interruptingStopsARunningStatement() async throws {
         let directory = try TemporaryDirectory()
         let path = directory.file("interrupt.sqlite")
         final class Shared: Sendable {
             let handle = Mutex<SQLiteInterruptHandle?>(nil)
+            let ended = Atomic<Bool>(false)
         }
         let shared = Shared()
-        let query = Task.detached { () -> Int32? in
-            let connection = try SQLiteConnection(path: path)
-            shared.handle.withLock { $0 = connection.interruptHandle }
-            do {
-                _ = try connection.scalarInt(
-                    "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) SELECT count(*) FROM n")
-                return nil
-            } catch let error as SQLiteError {
-                return error.code.rawValue
-            }
+        let code: Int32? = try await withCheckedThrowingContinuation { continuation in
+            Thread {
+                defer { shared.ended.store(true, ordering: .releasing) }
+                do {
+                    let connection = try SQLiteConnection(path: path)
+                    shared.handle.withLock { $0 = connection.interruptHandle }
+                    _ = try connection.scalarInt(
+                        """
+                        WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 1000000000)
+                        SELECT count(*) FROM n
+                        """)
+                    continuation.resume(returning: nil)
+                } catch let error as SQLiteError {
+                    continuation.resume(returning: error.code.rawValue)
+                } catch {
+                    continuation.resume(throwing: error)
+                }
+            }.start()
+            Thread {
+                while !shared.ended.load(ordering: .acquiring) {
+                    shared.handle.withLock { $0?.interrupt() }
+                    usleep(5_000)
+                }
+            }.start()
         }
-        let deadline = ContinuousClock.now + .seconds(30)
-        while shared.handle.withLock({ $0 == nil }), ContinuousClock.now < deadline { await Task.yield() }
-        // Interrupt until the query gives up: a first interrupt may land before the statement starts.
-        let outcome = Task.detached {
-            while ContinuousClock.now < deadline {
-                shared.handle.withLock { $0?.interrupt() }
-                try await Task.sleep(for: .milliseconds(5))
-            }
-        }
-        let code = try await query.value
-        outcome.cancel()
         #expect(code == 9)  // SQLITE_INTERRUPT
     }
 
