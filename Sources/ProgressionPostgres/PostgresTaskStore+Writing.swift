@@ -440,36 +440,28 @@ extension PostgresTaskStore {
             guard !chunk.isEmpty else { return [] }
             // Taken by one statement over the ids. Subtasks are fenced through their root's owner, so they need no
             // change. (An UPDATE … FROM the chunk would hash the whole table to join it, for every chunk.)
-            guard claim.readsTrees else {
-                let taken = try await rows(
-                    "WITH taken AS (UPDATE \(names.tasks) SET owner_id = $1 WHERE id = ANY($2::text[]) RETURNING 1) SELECT count(*) FROM taken",
-                    bindings(newOwner, chunk.map(\.id)), connection: connection
-                ) { try $0.decode(Int64.self) }.first ?? 0
-                guard taken == chunk.count else {
-                    throw TaskStoreError(.other, path: location, message: "a claim read \(chunk.count) roots but took \(taken)")
-                }
-                return chunk
-            }
             // For an executor, each root comes back whole, with whether it has subtasks: the tree of one that has
             // none (a job that never ran) is the root alone, and the executor need not read it again (a read is a
-            // round trip).
+            // round trip). For another claimer, only the ids come back.
+            let returning =
+                claim.readsTrees
+                ? "\(Self.columns), EXISTS (SELECT 1 FROM \(names.tasks) WHERE root_id = root.id AND parent_id IS NOT NULL)"
+                : "id"
             let columnCount = Self.columnCount
             let taken = try await rows(
-                """
-                UPDATE \(names.tasks) AS root SET owner_id = $1 WHERE id = ANY($2::text[])
-                RETURNING \(Self.columns), EXISTS (
-                  SELECT 1 FROM \(names.tasks) WHERE root_id = root.id AND parent_id IS NOT NULL)
-                """,
+                "UPDATE \(names.tasks) AS root SET owner_id = $1 WHERE id = ANY($2::text[]) RETURNING \(returning)",
                 bindings(newOwner, chunk.map(\.id)), connection: connection
-            ) { row -> (TaskRecord, Bool) in
-                (try record(from: row), try row.makeRandomAccess()[columnCount].decode(Bool.self))
+            ) { row -> TaskRecord? in
+                guard claim.readsTrees else { return nil }
+                let hasSubtasks = try row.makeRandomAccess()[columnCount].decode(Bool.self)
+                return hasSubtasks ? nil : try record(from: row)
             }
             guard taken.count == chunk.count else {
                 throw TaskStoreError(
                     .other, path: location, message: "a claim read \(chunk.count) roots but took \(taken.count)")
             }
             var whole: [String: TaskRecord] = [:]
-            for (record, hasSubtasks) in taken where !hasSubtasks { whole[record.id] = record }
+            for case let record? in taken { whole[record.id] = record }
             return chunk.map { root in
                 var root = root
                 root.tree = whole[root.id].map { [$0] }
