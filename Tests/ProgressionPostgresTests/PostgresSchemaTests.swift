@@ -156,6 +156,28 @@ struct PostgresSchemaTests {
         }
     }
 
+    /// A write locks its roots through the primary key even on a table that grew since it was last analyzed (a new
+    /// schema filling up), where a condition naming roots let the planner filter every root of a partial index.
+    @Test func aWriteLocksItsRootsThroughThePrimaryKeyOnATableNotYetAnalyzed() async throws {
+        let schema = Self.schemaName("lockplan")
+        let store = try await Self.open(schema)
+        defer { Task { await store.close() } }
+        let t0 = Date(timeIntervalSince1970: 1_700_000_000)
+        let roots = (0..<3000).map { index in
+            TaskRecord(
+                id: String(format: "root%05d", index), name: "job \(index)", kind: "k", status: .running,
+                ownerID: "o", createdAt: t0.addingTimeInterval(Double(index)))
+        }
+        try await store.insert(roots, events: [])
+        let ids = "'{" + stride(from: 5, to: 3000, by: 375).map { String(format: "root%05d", $0) }.joined(separator: ",")
+            + "}'::text[]"
+        for (columns, condition) in [("id, owner_id, status", nil), ("id", "owner_id = 'o'")] {
+            let plan = try await store.queryPlan(
+                PostgresTaskStore.lockedRoots(in: "tasks", columns: columns, ids: ids, condition: condition))
+            #expect(plan.contains { $0.contains("tasks_pkey") }, "\(plan.joined(separator: "\n"))")
+        }
+    }
+
     @Test func aControlRequestWakesAnotherStoreThroughNotifyNotThePoll() async throws {
         let schema = Self.schemaName("notify")
         let writer = try await Self.open(schema)
