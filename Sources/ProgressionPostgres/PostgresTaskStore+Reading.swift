@@ -167,10 +167,11 @@ extension PostgresTaskStore {
     public func taskIDs(withPrefix prefix: String, rootsOnly: Bool, limit: Int) async throws -> [String] {
         try await read { [self] connection in
             // A range on the primary key ("C" collation: byte order): prefix <= id < prefix || U+10FFFF, without
-            // LIKE's wildcards.
+            // LIKE's wildcards. Roots are named by `root_id = id` (the same, by the table's CHECK), not `parent_id IS
+            // NULL`, which would let the planner filter every root of a partial index (see `lockedRoots`).
             try await rows(
                 """
-                SELECT id FROM \(names.tasks) WHERE id >= $1 AND id < $1 || chr(1114111)\(rootsOnly ? " AND parent_id IS NULL" : "")
+                SELECT id FROM \(names.tasks) WHERE id >= $1 AND id < $1 || chr(1114111)\(rootsOnly ? " AND root_id = id" : "")
                 ORDER BY id LIMIT $2
                 """, bindings(prefix, Int64(max(0, limit))), connection: connection
             ) { try $0.decode(String.self) }

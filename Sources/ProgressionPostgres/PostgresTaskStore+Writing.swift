@@ -505,10 +505,11 @@ extension PostgresTaskStore {
     ) async throws -> Bool {
         guard !statuses.isEmpty else { return false }
         return try await write { [self] connection in
+            // `root_id = id` names a root as `parent_id IS NULL` would, without inviting a partial index (`lockedRoots`).
             let changed = try await rows(
                 """
                 UPDATE \(names.tasks) SET owner_id = $1
-                WHERE id = $2 AND parent_id IS NULL AND status = ANY($3::text[]) AND owner_id IS NOT DISTINCT FROM $4
+                WHERE id = $2 AND root_id = id AND status = ANY($3::text[]) AND owner_id IS NOT DISTINCT FROM $4
                 RETURNING id
                 """, bindings(newOwner, rootID, statuses.map(\.rawValue).sorted(), owner), connection: connection
             ) { try $0.decode(String.self) }
