@@ -253,6 +253,11 @@ package final class LocalPostgresServer: Sendable {
     /// Starts `command` with its output in the file at `output` (created or truncated) and no input. Spawned
     /// directly rather than through Foundation's `Process`, whose wait never ends when the program leaves a daemon
     /// behind (`pg_ctl start`).
+    ///
+    /// The child gets no other descriptor of this process: the watchdog lives as long as the test process, and the
+    /// server as long as the tests, so a pipe's end they inherited from a test running beside (one that closes its
+    /// writing end to tell its child to stop) would never close, and that child, and the test waiting for it, would
+    /// wait for ever (seen: a prune test's reader, whose stdin's writing end the watchdog held).
     private static func spawn(_ command: [String], output: String) throws -> pid_t {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
@@ -260,6 +265,7 @@ package final class LocalPostgresServer: Sendable {
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 1, output, O_WRONLY | O_CREAT | O_TRUNC, 0o666)
         posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        _ = CLibrary.addCloseFrom(&actions, 3)
         let arguments = command.map { strdup($0) } + [nil]
         defer { for argument in arguments { free(argument) } }
         var pid: pid_t = 0
@@ -274,13 +280,34 @@ package final class LocalPostgresServer: Sendable {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: program)
         process.arguments = arguments
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
+        // A pipe no other child inherits (see ``spawn(_:output:)``): its reading ends when this program exits.
+        var ends: [Int32] = [-1, -1]
+        guard CLibrary.pipe2(&ends, O_CLOEXEC) == 0 else { throw Failure("pipe2: \(String(cString: strerror(errno)))") }
+        let reading = FileHandle(fileDescriptor: ends[0], closeOnDealloc: true)
+        do {
+            let writing = FileHandle(fileDescriptor: ends[1], closeOnDealloc: true)
+            process.standardOutput = writing
+            process.standardInput = FileHandle.nullDevice
+            try process.run()
+            try writing.close()
+        }
+        let data = reading.readDataToEndOfFile()
         process.waitUntilExit()
         return String(decoding: data, as: UTF8.self)
+    }
+}
+/// Calls of the C library that Glibc's Swift module leaves out (declared only for `_GNU_SOURCE`), looked up by name in
+/// the C library this process has loaded (glibc 2.34 or later).
+private enum CLibrary {
+    static let pipe2 = function(
+        "pipe2", as: (@convention(c) (UnsafeMutablePointer<Int32>, Int32) -> Int32).self)
+    static let addCloseFrom = function(
+        "posix_spawn_file_actions_addclosefrom_np",
+        as: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32).self)
+
+    private static func function<T>(_ name: String, as type: T.Type) -> T {
+        guard let symbol = dlsym(dlopen(nil, RTLD_NOW), name) else { fatalError("\(name) is not in the C library") }
+        return unsafeBitCast(symbol, to: type)
     }
 }
 #endif

@@ -104,6 +104,19 @@ public final class ChildProcess: Sendable {
     /// The file that receives stderr, or `nil` when none does.
     public let stderrPath: String?
 
+    /// A pipe whose ends no child inherits (`O_CLOEXEC`): only a child given an end as its stdin, stdout or stderr
+    /// has it. A child that another test spawns meanwhile would otherwise hold a copy of each end for as long as it
+    /// lives, so that closing this process's writing end would not end its reader's input, nor closing the reading
+    /// end break its writer's pipe. (`Foundation.Pipe` makes inheritable ends.)
+    ///
+    /// - Throws: ``TestFailure`` when the system refuses (no descriptors left).
+    public static func pipe() throws -> (reading: FileHandle, writing: FileHandle) {
+        var ends: [Int32] = [-1, -1]
+        guard pipe2(&ends, O_CLOEXEC) == 0 else { throw TestFailure("pipe2: \(String(cString: strerror(errno)))") }
+        return (FileHandle(fileDescriptor: ends[0], closeOnDealloc: true),
+                FileHandle(fileDescriptor: ends[1], closeOnDealloc: true))
+    }
+
     /// A built executable of the package: the file `name` next to the test bundle (`.build/<triple>/debug/name`).
     ///
     /// - Throws: ``TestFailure`` when there is none (the test target does not depend on the executable's target).
@@ -302,3 +315,8 @@ public final class ChildProcess: Sendable {
         return Outcome(status: status, stdout: stdout, stderr: stderr)
     }
 }
+
+/// `pipe2(2)`, which Glibc's Swift module leaves out (it is declared only for `_GNU_SOURCE`): looked up by name in the
+/// C library this process has loaded.
+private let pipe2 = unsafeBitCast(
+    dlsym(dlopen(nil, RTLD_NOW), "pipe2"), to: (@convention(c) (UnsafeMutablePointer<Int32>, Int32) -> Int32).self)

@@ -79,12 +79,13 @@ import Testing
         let fixture = try await closedFixture()
         let marker = fixture.directory.file("locked")
         // Holds the write lock until its stdin closes; touches the marker once it has the lock.
-        let input = Pipe()
+        let input = try ChildProcess.pipe()
         let holder = try ChildProcess(
             URL(fileURLWithPath: "/usr/bin/env"), ["sqlite3", fixture.path], output: .discarded,
-            input: .handle(input.fileHandleForReading))
-        try input.fileHandleForReading.close()
-        input.fileHandleForWriting.write(Data("BEGIN IMMEDIATE;\n.system touch '\(marker)'\n".utf8))
+            input: .handle(input.reading))
+        defer { holder.signal(SIGKILL) }
+        try input.reading.close()
+        input.writing.write(Data("BEGIN IMMEDIATE;\n.system touch '\(marker)'\n".utf8))
         #expect(await eventually { FileManager.default.fileExists(atPath: marker) }, "sqlite3 did not take the lock")
         let rowsBefore = try await rows(of: fixture)
 
@@ -93,7 +94,7 @@ import Testing
         expectError(result, containing: "is locked by another process")
         #expect(ContinuousClock.now - started >= .milliseconds(200))
 
-        try input.fileHandleForWriting.close()
+        try input.writing.close()
         // Its input closed, sqlite3 ends and releases the lock.
         try await holder.waitForExit(timeout: .seconds(10))
         #expect(try await rows(of: fixture) == rowsBefore)

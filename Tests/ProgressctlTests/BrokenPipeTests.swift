@@ -9,13 +9,13 @@ import Testing
     /// Starts a child whose stdout (and stderr, with `stderrToo`) go to a pipe whose reading end this process closes
     /// at once: the reader that exited.
     static func pipedChild(_ binary: URL, _ arguments: [String], stderrToo: Bool) throws -> ChildProcess {
-        let pipe = Pipe()
+        let pipe = try ChildProcess.pipe()
         let child = try ChildProcess(
             binary, arguments,
-            output: .handles(stdout: pipe.fileHandleForWriting, stderr: stderrToo ? pipe.fileHandleForWriting : .nullDevice),
+            output: .handles(stdout: pipe.writing, stderr: stderrToo ? pipe.writing : .nullDevice),
             environment: ["PROGRESSION_DB": nil])
-        try pipe.fileHandleForReading.close()
-        try? pipe.fileHandleForWriting.close()
+        try pipe.reading.close()
+        try? pipe.writing.close()
         return child
     }
 

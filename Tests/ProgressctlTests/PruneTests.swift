@@ -62,38 +62,39 @@ import Testing
     @Test func aPruneWhoseCheckpointMeetsAReaderSucceedsAndSaysSo() async throws {
         let fixture = try await fixture(count: 50, checkpointBytes: 1024)
         // Another process (Python's sqlite3 over the same libsqlite3) holds a read transaction: no checkpoint can
-        // truncate the log past its snapshot.
+        // truncate the log past its snapshot. It holds it until a file appears (not until its stdin closes: a child
+        // that another test spawns meanwhile may inherit the pipe's writing end and keep it open), and for at most
+        // five minutes, should this process die first.
         let ready = fixture.directory.file("reader-ready")
-        let reader = Process()
-        reader.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        reader.arguments = [
-            "python3", "-c",
-            """
-            import sqlite3, sys
-            c = sqlite3.connect(sys.argv[1], isolation_level=None)
-            c.execute('BEGIN')
-            c.execute('SELECT count(*) FROM tasks').fetchall()
-            open(sys.argv[2], 'w').close()
-            sys.stdin.read()
-            """,
-            fixture.path, ready,
-        ]
-        // It holds the transaction until its standard input closes.
-        let input = Pipe()
-        reader.standardInput = input
-        try reader.run()
-        defer {
-            try? input.fileHandleForWriting.close()
-            reader.waitUntilExit()
-        }
+        let release = fixture.directory.file("reader-release")
+        let reader = try ChildProcess(
+            URL(fileURLWithPath: "/usr/bin/env"),
+            [
+                "python3", "-c",
+                """
+                import os, sqlite3, sys, time
+                c = sqlite3.connect(sys.argv[1], isolation_level=None)
+                c.execute('BEGIN')
+                c.execute('SELECT count(*) FROM tasks').fetchall()
+                open(sys.argv[2], 'w').close()
+                end = time.monotonic() + 300
+                while not os.path.exists(sys.argv[3]) and time.monotonic() < end:
+                    time.sleep(0.01)
+                """,
+                fixture.path, ready, release,
+            ], output: .files(in: fixture.directory.path))
+        defer { reader.signal(SIGKILL) }
         try await poll("the reader to hold its transaction", timeout: .seconds(30)) {
-            FileManager.default.fileExists(atPath: ready)
+            FileManager.default.fileExists(atPath: ready) || !reader.isRunning
         }
+        #expect(reader.isRunning, "the reader ended early: \(reader.stderr)")
         let result = try await fixture.run(["prune", "--older-than", "7d"], timeout: .seconds(60))
         #expect(result.status == 0, "\(result.stderr)")
         #expect(result.stdout.hasPrefix("pruned 50 tasks finished before "), "\(result.stdout)")
         #expect(result.stderr.contains("the write-ahead log was not truncated"), "\(result.stderr)")
         #expect(try await fixture.store.roots(TaskQuery()).map(\.id) == ["fresh"])
+        #expect(FileManager.default.createFile(atPath: release, contents: nil))
+        #expect(try await reader.waitForExit(timeout: .seconds(30)) == 0, "\(reader.stderr)")
     }
 
     @Test func vacuumShrinksTheFileAndItsLog() async throws {

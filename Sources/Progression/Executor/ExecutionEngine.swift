@@ -15,7 +15,10 @@ final class ExecutionEngine: Sendable {
     let state: Mutex<GraphState>
     let store: any TaskStoreBackend
     let ownerID: String
-    /// When this executor started, as its owner record says.
+    /// When this executor started, as its owner record says: the wall clock's time even when the executor runs on a
+    /// clock of its own (``TaskExecutor/Configuration/clock``), since an executor of the same host compares it with
+    /// the system's start time of the owner's pid to tell a reused pid (a simulated start before this boot made every
+    /// owner of the process look dead to the others, which then took its jobs and ran them again).
     let startedAt: Date
     let configuration: TaskExecutor.Configuration
     let clock: TaskClock
@@ -57,7 +60,7 @@ final class ExecutionEngine: Sendable {
         self.configuration = configuration
         let clock = TaskClock(configuration.clock)
         self.clock = clock
-        startedAt = clock.date()
+        startedAt = Date()
         let (writerSignals, writerWake) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
         (self.writerSignals, self.writerWake) = (writerSignals, writerWake)
         let writerLagTolerance = max(0.01, configuration.writeWindow.seconds * 2.5)

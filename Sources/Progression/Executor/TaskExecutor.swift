@@ -86,7 +86,8 @@ public actor TaskExecutor {
         /// `.attempt`). `nil`: the application's `InstrumentationSystem.tracer` (a no-op until it bootstraps one).
         public var tracer: (any Tracer)?
         /// The clock of timeouts, backoffs, intervals and rates; tests give one they control. With the default the
-        /// stored times are the system's.
+        /// stored times are the system's. The owner record's start is the wall clock's whatever the clock (the
+        /// executors of a host compare it with the system's start time of its pid).
         public var clock: any Clock<Duration> = ContinuousClock()
 
         /// The defaults.

@@ -25,7 +25,9 @@ final class PseudoTerminal: Sendable {
 
     /// Opens a pseudo-terminal of `rows` × `columns` and starts reading its output.
     init(rows: Int, columns: Int) throws {
-        let master = PTY.openpt(O_RDWR | O_NOCTTY)
+        // Neither end is inherited by children that other tests spawn meanwhile (`O_CLOEXEC`): a copy of the child's
+        // end held elsewhere would keep the terminal open after the child ends (see `ChildProcess.pipe()`).
+        let master = PTY.openpt(O_RDWR | O_NOCTTY | O_CLOEXEC)
         guard master >= 0 else { throw PseudoTerminalError("posix_openpt", errno) }
         var name = [CChar](repeating: 0, count: 128)
         guard PTY.grantpt(master) == 0, PTY.unlockpt(master) == 0, PTY.ptsname_r(master, &name, name.count) == 0
@@ -58,7 +60,7 @@ final class PseudoTerminal: Sendable {
 
     /// Starts `arguments` of the built `progressctl` on this terminal, with `environment` added to this process's.
     func start(_ arguments: [String], environment: [String: String] = [:]) throws -> ChildProcess {
-        let slave = open(slavePath, O_RDWR | O_NOCTTY)
+        let slave = open(slavePath, O_RDWR | O_NOCTTY | O_CLOEXEC)
         guard slave >= 0 else { throw PseudoTerminalError("open \(slavePath)", errno) }
         let handle = FileHandle(fileDescriptor: slave, closeOnDealloc: true)
         defer { try? handle.close() }

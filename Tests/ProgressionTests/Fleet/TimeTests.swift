@@ -201,6 +201,24 @@ import Testing
         for worker in workers { await worker.shutdown() }
     }
 
+    /// An executor on a clock of its own records its start in wall-clock time: another executor of the host compares
+    /// it with the system's start time of the owner's pid (to tell a reused pid), and a simulated start before this
+    /// machine's boot made the owner look dead, so that its peers took its jobs and ran them again (seen when the
+    /// test above, whose clock starts on 2026-11-25, ran after a boot on 2026-11-26).
+    @Test(arguments: StoreKind.allCases)
+    func anExecutorOnAClockSetYearsBackIsAliveToTheOthersOfItsHost(kind: StoreKind) async throws {
+        let clock = ManualClock(origin: Date(timeIntervalSince1970: 1_000_000_000))  // 2001-09-09
+        let database = try SharedDatabase(kind)
+        let worker = try database.worker(slots: 1, clock: clock)
+        try await worker.start()
+        let store = try database.open()
+        let owner = try #require(try await store.owners().first)
+        #expect(owner.heartbeatAt < Date(timeIntervalSince1970: 1_000_100_000), "its heartbeat is on its clock")
+        #expect(abs(owner.startedAt.timeIntervalSinceNow) < 600, "its start is the wall clock's")
+        #expect(owner.liveness(now: Date(timeIntervalSince1970: 1_000_000_000)) == .alive)
+        await worker.shutdown()
+    }
+
     @Test func badSchedulesAreRefused() throws {
         let executor = TaskExecutor(store: InMemoryTaskStore())
         #expect(throws: CronExpressionError.self) {
