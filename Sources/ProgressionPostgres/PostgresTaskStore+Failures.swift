@@ -184,7 +184,59 @@ final class StopSignal: Sendable {
 /// (it was down). The next batch and the next claim ask first, so that what did commit is neither written again (an
 /// insert would find its own row and be reported as a conflict, an event would be stored twice) nor forgotten (claimed
 /// roots would stay held by this executor without it knowing).
+///
+/// What such a batch is found to have stored stays known (``stored``) until a batch that left it out commits: the
+/// executor sends a failed batch again whole, as it took it, so the batch adapted to that knowledge may fail and come
+/// back with the same inserts and events (seen in the chaos run: the settled entry was dropped, the adapted batch
+/// failed, and its insert came back and was taken for another owner's row).
 struct Ambiguous: Sendable {
+    /// Rows and events stored by batches whose commit was found out later.
+    struct Stored: Sendable {
+        var inserts: Set<String> = []
+        var events: [TaskEvent: Int] = [:]
+
+        var isEmpty: Bool { inserts.isEmpty && events.isEmpty }
+
+        mutating func add(inserts ids: Set<String>, events list: [TaskEvent]) {
+            inserts.formUnion(ids)
+            for event in list { events[event, default: 0] += 1 }
+        }
+
+        /// A batch that left `used` out committed (and its caller knows): it is no longer sent.
+        mutating func remove(_ used: Stored) {
+            inserts.subtract(used.inserts)
+            for (event, count) in used.events {
+                let left = (events[event] ?? 0) - count
+                events[event] = left > 0 ? left : nil
+            }
+        }
+
+        /// Adapts `batch`: a row stored already is written as an update of every column, an event stored already is
+        /// left out. Returns what it used.
+        func adapt(_ batch: inout TaskBatch) -> Stored {
+            var used = Stored()
+            guard !isEmpty else { return used }
+            var inserts: [TaskRecord] = []
+            for record in batch.inserts {
+                if self.inserts.contains(record.id) {
+                    batch.updates.append(TaskUpdate(record, columns: .all))
+                    used.inserts.insert(record.id)
+                } else {
+                    inserts.append(record)
+                }
+            }
+            batch.inserts = inserts
+            var left = events
+            batch.events.removeAll { event in
+                guard let count = left[event], count > 0 else { return false }
+                left[event] = count - 1
+                used.events[event, default: 0] += 1
+                return true
+            }
+            return used
+        }
+    }
+
     struct Batch: Sendable {
         var xid: Int64
         /// Ids of the rows it inserted.
@@ -199,5 +251,6 @@ struct Ambiguous: Sendable {
 
     var batches: [Batch] = []
     var claims: [Claim] = []
+    var stored = Stored()
 }
 #endif

@@ -47,60 +47,57 @@ extension PostgresTaskStore {
 
     package func apply(_ batch: TaskBatch) async throws -> TaskBatchResult {
         guard !batch.isEmpty else { return TaskBatchResult() }
-        let batch = try await settleAmbiguousBatches(batch)
+        let (batch, used) = try await settleAmbiguousBatches(batch)
         let inserted = Set(batch.inserts.map(\.id))
         let events = batch.events
         let pending: @Sendable (Int64, TaskBatchResult) -> Void = { xid, _ in
-            self.ambiguous.withLock { $0.batches.append(Ambiguous.Batch(xid: xid, inserted: inserted, events: events)) }
+            self.ambiguous.withLock {
+                $0.batches.append(Ambiguous.Batch(xid: xid, inserted: inserted, events: events))
+            }
         }
+        let result: TaskBatchResult
         if let statement = try OneStatementBatch(batch, store: self) {
-            return try await write(
+            result = try await write(
                 pending: pending,
                 identified: { [self] connection in
                     try await statement.run(connection: connection, store: self)
                 })
+        } else {
+            result = try await write(notify: true, pending: pending) { [self] connection in
+                try await self.apply(batch, connection: connection)
+            }
         }
-        return try await write(notify: true, pending: pending) { [self] connection in
-            try await self.apply(batch, connection: connection)
-        }
+        if !used.isEmpty { ambiguous.withLock { $0.stored.remove(used) } }
+        return result
     }
 
     /// Asks whether the batches whose commit went unanswered committed (see ``Ambiguous``) and adapts `batch`, the
     /// executor's next one, which holds what they held: a row one of them inserted is written as an update of every
-    /// column, an event it stored is left out.
+    /// column, an event it stored is left out. Returns the batch and what of the known stored rows and events it used.
     ///
     /// - Throws: `.unavailable` while the server cannot say.
-    private func settleAmbiguousBatches(_ batch: TaskBatch) async throws -> TaskBatch {
+    private func settleAmbiguousBatches(_ batch: TaskBatch) async throws -> (TaskBatch, Ambiguous.Stored) {
         let pending = ambiguous.withLock { $0.batches }
-        guard !pending.isEmpty else { return batch }
-        var batch = batch
         for entry in pending {
             guard let status = await transactionStatus(entry.xid) else {
                 throw TaskStoreError(
                     .unavailable, path: location,
                     message: "whether an earlier commit went through is not known yet (no answer from the server)")
             }
-            ambiguous.withLock { $0.batches.removeAll { $0.xid == entry.xid } }
-            guard status == .committed else { continue }
-            logger.notice("a commit whose answer was lost went through", metadata: ["xid": "\(entry.xid)"])
-            var inserts: [TaskRecord] = []
-            for record in batch.inserts {
-                if entry.inserted.contains(record.id) {
-                    batch.updates.append(TaskUpdate(record, columns: .all))
-                } else {
-                    inserts.append(record)
-                }
+            ambiguous.withLock { state in
+                state.batches.removeAll { $0.xid == entry.xid }
+                // Committed: what it stored is known, and what it used stays known, since the executor got an
+                // error and sends the batch again as it took it (with those inserts and events).
+                guard status == .committed else { return }
+                state.stored.add(inserts: entry.inserted, events: entry.events)
             }
-            batch.inserts = inserts
-            var stored: [TaskEvent: Int] = [:]
-            for event in entry.events { stored[event, default: 0] += 1 }
-            batch.events.removeAll { event in
-                guard let count = stored[event], count > 0 else { return false }
-                stored[event] = count - 1
-                return true
+            if status == .committed {
+                logger.notice("a commit whose answer was lost went through", metadata: ["xid": "\(entry.xid)"])
             }
         }
-        return batch
+        var batch = batch
+        let used = ambiguous.withLock { $0.stored.adapt(&batch) }
+        return (batch, used)
     }
 
     /// Asks whether the claims whose commit went unanswered committed, and returns the roots those did take.

@@ -1,5 +1,6 @@
 #if PostgreSQL
 import Foundation
+import Synchronization
 import Progression
 @testable import ProgressionPostgres
 import ProgressionPostgresTestSupport
@@ -296,6 +297,54 @@ struct PostgresResilienceTests {
         #expect(ended, "the executor did not stop within 60 s with the server down")
         if ended { await stopped.value }
         await store.close()
+    }
+
+    /// A batch whose commit answer was lost while the server could not say whether it committed, found committed by
+    /// the next batch, which then fails: the executor sends that next batch again as it took it, with the first one's
+    /// insert and event, and they are still known as stored (a chaos run lost a job in a way this explains: the
+    /// knowledge was dropped once settled, the insert came back as a conflict, and the worker took the row for
+    /// another owner's and stopped the job, which then stayed running).
+    @Test func whatALostCommitStoredStaysKnownUntilABatchLeavingItOutCommits() async throws {
+        let server = try Self.server()
+        defer { server.stop() }
+        try await PostgresTaskStore.withStore(configuration: Self.configuration(server, schema: "settle")) { store in
+            let t0 = Date(timeIntervalSince1970: 1_700_000_000)
+            var root = TaskRecord(id: "r", name: "r", kind: "k", status: .running, ownerID: "o", createdAt: t0)
+            try await store.insert([root], events: [])
+            let step = TaskRecord(id: "r.1", parentID: "r", rootID: "r", name: "step", status: .running, createdAt: t0)
+            let created = TaskEvent(taskID: "r.1", rootID: "r", kind: .created, at: t0, attempt: 1)
+            var first = TaskBatch(owner: "o")
+            first.inserts = [step]
+            first.events = [created]
+            _ = try await store.apply(first)
+            // Its answer lost while the server was down: the executor got an error and keeps what it held.
+            let xid = try #require(Int64(
+                try server.sql("SELECT xmin::text FROM settle.tasks WHERE id = 'r.1'")
+                    .trimmingCharacters(in: .whitespacesAndNewlines)))
+            store.ambiguous.withLock {
+                $0.batches.append(Ambiguous.Batch(xid: xid, inserted: ["r.1"], events: [created]))
+            }
+            root.progress = 0.5
+            var next = TaskBatch(owner: "o")
+            next.inserts = [step]
+            next.events = [created]
+            next.updates = [TaskUpdate(root, columns: .progress)]
+            _ = try server.sql(
+                """
+                CREATE FUNCTION settle.refuse() RETURNS trigger LANGUAGE plpgsql AS
+                  $$ BEGIN RAISE EXCEPTION 'no space left (test)' USING ERRCODE = '53100'; END $$;
+                CREATE TRIGGER refuse BEFORE INSERT OR UPDATE ON settle.tasks FOR EACH ROW EXECUTE FUNCTION settle.refuse();
+                """)
+            await #expect(throws: TaskStoreError.self) { try await store.apply(next) }
+            _ = try server.sql("DROP TRIGGER refuse ON settle.tasks")
+            // Sent again as taken: the step's row is not a conflict, its event not stored twice.
+            let result = try await store.apply(next)
+            #expect(result.conflictingTaskIDs.isEmpty && result.rejectedTaskIDs.isEmpty, "\(result)")
+            #expect(try await store.events(of: "r.1").filter { $0.kind == .created }.count == 1)
+            #expect(try await store.task(id: "r")?.progress == 0.5)
+            // Once that batch committed, nothing is left to adapt.
+            #expect(store.ambiguous.withLock { $0.stored.isEmpty && $0.batches.isEmpty })
+        }
     }
 
     /// Writes of tasks fail (a trigger refuses them, as a full disk would) while the owners table still takes writes:
