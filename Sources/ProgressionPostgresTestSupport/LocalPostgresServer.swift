@@ -277,30 +277,19 @@ package final class LocalPostgresServer: Sendable {
     }
 
     private static func capture(_ program: String, _ arguments: [String]) throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: program)
-        process.arguments = arguments
-        // A pipe no other child inherits (see ``spawn(_:output:)``): its reading ends when this program exits.
-        var ends: [Int32] = [-1, -1]
-        guard CLibrary.pipe2(&ends, O_CLOEXEC) == 0 else { throw Failure("pipe2: \(String(cString: strerror(errno)))") }
-        let reading = FileHandle(fileDescriptor: ends[0], closeOnDealloc: true)
-        do {
-            let writing = FileHandle(fileDescriptor: ends[1], closeOnDealloc: true)
-            process.standardOutput = writing
-            process.standardInput = FileHandle.nullDevice
-            try process.run()
-            try writing.close()
-        }
-        let data = reading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return String(decoding: data, as: UTF8.self)
+        // Through ``spawn(_:output:)`` (a file, no inherited descriptor), as ``run(_:_:)`` runs the server's programs.
+        let outputPath = FileManager.default.temporaryDirectory.appendingPathComponent("progression-capture-\(UUID().uuidString).out").path
+        defer { unlink(outputPath) }
+        let pid = try spawn([program] + arguments, output: outputPath)
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
+        return (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
     }
 }
+
 /// Calls of the C library that Glibc's Swift module leaves out (declared only for `_GNU_SOURCE`), looked up by name in
 /// the C library this process has loaded (glibc 2.34 or later).
 private enum CLibrary {
-    static let pipe2 = function(
-        "pipe2", as: (@convention(c) (UnsafeMutablePointer<Int32>, Int32) -> Int32).self)
     static let addCloseFrom = function(
         "posix_spawn_file_actions_addclosefrom_np",
         as: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32).self)

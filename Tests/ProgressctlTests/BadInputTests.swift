@@ -83,7 +83,7 @@ import Testing
         let holder = try ChildProcess(
             URL(fileURLWithPath: "/usr/bin/env"), ["sqlite3", fixture.path], output: .discarded,
             input: .handle(input.reading))
-        defer { holder.signal(SIGKILL) }
+        defer { if holder.isRunning { holder.signal(SIGKILL) } }
         try input.reading.close()
         input.writing.write(Data("BEGIN IMMEDIATE;\n.system touch '\(marker)'\n".utf8))
         #expect(await eventually { FileManager.default.fileExists(atPath: marker) }, "sqlite3 did not take the lock")

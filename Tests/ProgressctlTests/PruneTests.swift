@@ -83,7 +83,7 @@ import Testing
                 """,
                 fixture.path, ready, release,
             ], output: .files(in: fixture.directory.path))
-        defer { reader.signal(SIGKILL) }
+        defer { if reader.isRunning { reader.signal(SIGKILL) } }
         try await poll("the reader to hold its transaction", timeout: .seconds(30)) {
             FileManager.default.fileExists(atPath: ready) || !reader.isRunning
         }
