@@ -273,10 +273,11 @@ extension ExecutionEngine {
 
     /// Resumes the callers of `waitForTask` of a root that became idle.
     func resumeIdleWaiters(_ taskID: String) {
-        locked { state in
-            guard let node = state.node(id: taskID), node.phase == .idle else { return }
-            state.setIdle(node)
-        }
+        perform(
+            locked { state in
+                guard let node = state.node(id: taskID), node.phase == .idle else { return GraphEffects() }
+                return state.setIdle(node)
+            })
     }
 }
 

@@ -47,8 +47,8 @@ extension ExecutionEngine {
     func fireTimers() {
         let now = clock.now()
         let date = self.now()
-        let (dispatch, wake, cancellation) = locked { state -> (Dispatch, Bool, Cancellation) in
-            var wake = false
+        let (dispatch, cancellation) = locked { state -> (Dispatch, Cancellation) in
+            var effects = GraphEffects()
             var cancellation = Cancellation()
             for action in state.timers.due(at: now) {
                 switch action {
@@ -59,24 +59,25 @@ extension ExecutionEngine {
                     let remaining = timeout - execution.activeTime(now: now)
                     if remaining > .zero {
                         // Paused time does not count: look again when the rest could have run out.
-                        wake = state.timers.add(.timeout(handle), at: now + remaining) || wake
+                        if state.timers.add(.timeout(handle), at: now + remaining) { effects.wakesTimers = true }
                     } else {
                         cancellation.actions += Self.stop(node, .timedOut(timeout)).actions
                     }
                 case .retry(let handle):
                     guard let node = state.nodes[handle], node.phase == .delayed else { continue }
                     guard node.record.status == .pending, !state.isShutDown else {
-                        state.setIdle(node)
+                        effects += state.setIdle(node)
                         continue
                     }
                     state.enqueue(node)
                 }
             }
-            return (state.dispatch(now: date, monotonicNow: now), wake, cancellation)
+            var dispatch = state.dispatch(now: date, monotonicNow: now)
+            dispatch.effects += effects
+            return (dispatch, cancellation)
         }
         cancellation.run()
         carry(dispatch)
-        if wake { timerSignal.signal() }
     }
 
     /// Publishes the graph when it changed, at most once per publish interval, and only while someone listens.

@@ -104,17 +104,20 @@ extension ExecutionEngine {
         let body = tree.first.flatMap { registry.body(for: $0) }
         let kindOptions = tree.first?.kind.flatMap { registry.kind($0)?.options }
         let dispatch = locked { state -> Dispatch in
+            var effects = GraphEffects()
             if let known = state.node(id: claimed.id) {
                 // A job of this worker's queue that the claim took in the store: it is this worker's now.
                 known.record.ownerID = ownerID
                 known.committed.ownerID = ownerID
                 if known.phase == .idle, known.record.status == .pending { state.enqueue(known) }
             } else if !tree.isEmpty {
-                state.rehydrate(
+                effects = state.rehydrate(
                     tree, previousOwner: claimed.previousOwner, body: body, kindOptions: kindOptions, owner: ownerID,
                     now: now, maxInterruptions: configuration.maxInterruptions, clock: clock)
             }
-            return state.dispatch(now: now, monotonicNow: clock.now())
+            var dispatch = state.dispatch(now: now, monotonicNow: clock.now())
+            dispatch.effects += effects
+            return dispatch
         }
         carry(dispatch)
         wakeWriter(urgent: true)
@@ -149,11 +152,12 @@ extension ExecutionEngine {
         guard taken else { throw ProgressionError.notRetryable(taskID: taskID, reason: "it changed meanwhile") }
         let tree = try await store.tree(of: taskID)
         let now = now()
-        locked { state in
-            state.rehydrate(
-                tree, previousOwner: nil, body: body, owner: ownerID, now: now,
-                maxInterruptions: configuration.maxInterruptions, clock: clock)
-        }
+        perform(
+            locked { state in
+                state.rehydrate(
+                    tree, previousOwner: nil, body: body, owner: ownerID, now: now,
+                    maxInterruptions: configuration.maxInterruptions, clock: clock)
+            })
     }
 }
 
@@ -166,8 +170,8 @@ extension GraphState {
     mutating func rehydrate(
         _ tree: [TaskRecord], previousOwner: String?, body: RootBody?, kindOptions: TaskOptions? = nil, owner: String,
         now: Date, maxInterruptions: Int, clock: TaskClock
-    ) {
-        guard var rootRecord = tree.first, rootRecord.isRoot, node(id: rootRecord.id) == nil else { return }
+    ) -> GraphEffects {
+        guard var rootRecord = tree.first, rootRecord.isRoot, node(id: rootRecord.id) == nil else { return GraphEffects() }
         // The claim changed the stored owner already: the one it took the root from is the claim's.
         let formerOwner = previousOwner
         rootRecord.ownerID = owner
@@ -188,7 +192,7 @@ extension GraphState {
         for child in root.subtree.dropFirst() where child.record.status == .running {
             _ = try? transition(child, .release, by: .system, now: now, silent: true)
         }
-        guard !root.record.status.isFinished else { return }
+        guard !root.record.status.isFinished else { return GraphEffects() }
         if root.record.status == .running {
             _ = try? transition(
                 root, .interrupt, by: .system, now: now,
@@ -198,12 +202,12 @@ extension GraphState {
             // A closure task: no other process has its code.
             _ = try? transition(
                 root, .fail(TaskFailure(ProgressionError.interrupted(taskID: root.record.id))), by: .system, now: now)
-            return
+            return GraphEffects()
         }
         if root.record.interruptions > maxInterruptions {
             let error = ProgressionError.tooManyInterruptions(taskID: root.record.id, count: root.record.interruptions)
             _ = try? transition(root, .fail(TaskFailure(error)), by: .system, now: now)
-            return
+            return GraphEffects()
         }
         if formerOwner != nil, formerOwner != owner {
             append(
@@ -211,14 +215,14 @@ extension GraphState {
                     taskID: root.record.id, rootID: root.record.id, kind: .recovered, at: now,
                     attempt: root.record.attempt, progress: root.record.progress, message: "claimed by owner \(owner)"))
         }
-        guard root.record.status == .pending else { return }  // paused: a resume queues it
+        guard root.record.status == .pending else { return GraphEffects() }  // paused: a resume queues it
         if root.record.nextAttemptAt != nil, root.record.waitReason == .retry { root.startsNewAttempt = true }
         if let next = root.record.nextAttemptAt, next > now {
             root.phase = .delayed
             let delay = Duration.milliseconds(Int64(next.timeIntervalSince(now) * 1000))
-            _ = timers.add(.retry(root.handle), at: clock.now() + delay)
-            return
+            return GraphEffects(wakesTimers: timers.add(.retry(root.handle), at: clock.now() + delay))
         }
         enqueue(root)
+        return GraphEffects()
     }
 }

@@ -17,11 +17,14 @@ struct Dispatch {
     var launches: [NodeHandle] = []
     var wakes: [CheckedContinuation<Void, any Error>] = []
     var wantsClaims = false
+    /// Roots found paused or finished while they waited became idle.
+    var effects = GraphEffects()
 
     static func += (left: inout Dispatch, right: Dispatch) {
         left.launches += right.launches
         left.wakes += right.wakes
         left.wantsClaims = left.wantsClaims || right.wantsClaims
+        left.effects += right.effects
     }
 }
 
@@ -93,6 +96,7 @@ extension ExecutionEngine {
 
     /// Carries out what a change of the run queue left to do, outside the lock.
     func carry(_ dispatch: Dispatch) {
+        perform(dispatch.effects)
         for wake in dispatch.wakes { wake.resume() }
         launch(dispatch.launches)
         if dispatch.wantsClaims { claimSignal.signal() }
@@ -196,12 +200,14 @@ extension ExecutionEngine {
             let run = EndedRun(
                 handle: handle, retryAt: delay.map { monotonicNow + $0 }, lost: lost,
                 forget: sleeps && node.record.ownerID == nil)
+            var dispatch = Dispatch()
             if let sequence, sequence > state.committedSequence {
                 state.endedRuns.append((sequence, run))
             } else {
-                state.settle(run)
+                dispatch.effects = state.settle(run)
             }
-            return (delay, lost, state.dispatch(now: now, monotonicNow: clock.now()), node.record)
+            dispatch += state.dispatch(now: now, monotonicNow: clock.now())
+            return (delay, lost, dispatch, node.record)
         }
         carry(dispatch)
         // Whoever waits for this root (waitForTask, a retry by hand) waits for the commit: no batching window.
@@ -249,12 +255,14 @@ extension ExecutionEngine {
         let now = now()
         let dispatch = locked { state in
             state.runQueue.release(handle)
+            var dispatch = Dispatch()
             if let node = state.nodes[handle], node.conflicted || node.stopReason == .leaseLost {
                 node.runTask = nil
-                state.setIdle(node)
+                dispatch.effects = state.setIdle(node)
                 state.removeRoot(node)
             }
-            return state.dispatch(now: now, monotonicNow: clock.now())
+            dispatch += state.dispatch(now: now, monotonicNow: clock.now())
+            return dispatch
         }
         carry(dispatch)
     }
@@ -287,19 +295,19 @@ extension ExecutionEngine {
     /// Marks a node's code as running and arms its timeout. Returns whether it was asked to stop already.
     func beginExecution(_ handle: NodeHandle, cancel: (@Sendable () -> Void)?) -> Bool {
         let now = clock.now()
-        let (stopped, wake) = locked { state -> (Bool, Bool) in
-            guard let node = state.nodes[handle] else { return (true, false) }
+        let (stopped, effects) = locked { state -> (Bool, GraphEffects) in
+            guard let node = state.nodes[handle] else { return (true, GraphEffects()) }
             // A root's code runs in its run task, which `stop` cancels.
             node.execution = Execution(
                 cancel: cancel ?? {}, startedAt: now, pausedSince: node.isEffectivelyPaused ? now : nil)
             node.rate.restart()
-            var wake = false
+            var effects = GraphEffects()
             if let timeout = node.record.options.timeout {
-                wake = state.timers.add(.timeout(handle), at: now + timeout)
+                effects.wakesTimers = state.timers.add(.timeout(handle), at: now + timeout)
             }
-            return (node.effectiveStop != nil, wake)
+            return (node.effectiveStop != nil, effects)
         }
-        if wake { timerSignal.signal() }
+        perform(effects)
         return stopped
     }
 
@@ -322,31 +330,33 @@ struct EndedRun: Sendable {
 
 extension GraphState {
     /// Settles a root whose end is committed: forgotten (another owner runs it, or it sleeps), waiting for its next
-    /// attempt, or idle. Sets ``timersChanged`` when its retry is the timer loop's earliest deadline.
-    mutating func settle(_ run: EndedRun) {
-        guard let node = nodes[run.handle] else { return }
+    /// attempt, or idle. Returns who waited for it to become idle, and whether the timer loop must wake (its retry is
+    /// the earliest deadline).
+    mutating func settle(_ run: EndedRun) -> GraphEffects {
+        guard let node = nodes[run.handle] else { return GraphEffects() }
         node.runTask = nil
         if run.lost || run.forget {
-            setIdle(node)
+            let effects = setIdle(node)
             removeRoot(node)
-            return
+            return effects
         }
         if let retryAt = run.retryAt, !isShutDown {
             node.phase = .delayed
             node.startsNewAttempt = true
-            if timers.add(.retry(run.handle), at: retryAt) { timersChanged = true }
-            return
+            return GraphEffects(wakesTimers: timers.add(.retry(run.handle), at: retryAt))
         }
-        setIdle(node)
+        return setIdle(node)
     }
 
-    /// Settles the ended roots whose end is committed up to `sequence`.
-    mutating func settleEndedRuns(upTo sequence: Int64) {
-        guard let first = endedRuns.first, first.sequence <= sequence else { return }
+    /// Settles the ended roots whose end is committed up to `sequence`, in the order they ended.
+    mutating func settleEndedRuns(upTo sequence: Int64) -> GraphEffects {
+        guard let first = endedRuns.first, first.sequence <= sequence else { return GraphEffects() }
         let count = endedRuns.firstIndex { $0.sequence > sequence } ?? endedRuns.count
         let settled = endedRuns.prefix(count)
         endedRuns.removeFirst(count)
-        for entry in settled { settle(entry.run) }
+        var effects = GraphEffects()
+        for entry in settled { effects += settle(entry.run) }
+        return effects
     }
 
     /// Queues a root for a slot.
@@ -381,7 +391,7 @@ extension GraphState {
             guard node.record.status == .pending else {
                 // Paused or finished while it waited: not run (a resume queues it again).
                 runQueue.release(handle)
-                setIdle(node)
+                dispatch.effects += setIdle(node)
                 continue
             }
             if node.startsNewAttempt {
@@ -400,7 +410,7 @@ extension GraphState {
             } catch {
                 if unowned { node.record.ownerID = nil }
                 runQueue.release(handle)
-                setIdle(node)
+                dispatch.effects += setIdle(node)
                 continue
             }
             node.stopReason = nil

@@ -87,22 +87,18 @@ final class ExecutionEngine: Sendable {
         state.withLock { $0.node(id: record.rootID)?.record.kind }
     }
 
-    /// Runs `body` under the graph's lock, then resumes the callers of `waitForTask` whose roots became idle meanwhile
-    /// (a continuation is never resumed under the lock), and wakes the timer loop when `body` changed its earliest
-    /// deadline (a retry settled).
+    /// Runs `body` under the graph's lock. What a change leaves to do outside it comes back in `body`'s value
+    /// (``GraphEffects``, ``Dispatch``, ``GraphState/Committed``) and is carried out once the lock is released: a
+    /// continuation is never resumed under the lock.
     func locked<T: Sendable, E: Error>(_ body: (inout GraphState) throws(E) -> T) throws(E) -> T {
-        let (value, resumptions, wakeTimers) = try state.withLock {
-            state throws(E) -> (T, [CheckedContinuation<Void, Never>], Bool) in
-            let value = try body(&state)
-            let wakeTimers = state.timersChanged
-            state.timersChanged = false
-            guard !state.idleResumptions.isEmpty else { return (value, [], wakeTimers) }
-            defer { state.idleResumptions.removeAll() }
-            return (value, state.idleResumptions, wakeTimers)
-        }
-        for resumption in resumptions { resumption.resume() }
-        if wakeTimers { timerSignal.signal() }
-        return value
+        try state.withLock { state throws(E) -> T in try body(&state) }
+    }
+
+    /// Carries out what a change of the graph left to do, the lock released: resumes the callers of `waitForTask`
+    /// whose roots became idle, and wakes the timer loop for a deadline earlier than those it waits for.
+    func perform(_ effects: GraphEffects) {
+        for waiter in effects.idleWaiters { waiter.resume() }
+        if effects.wakesTimers { timerSignal.signal() }
     }
 
     // MARK: Signals
@@ -146,12 +142,12 @@ final class ExecutionEngine: Sendable {
 
     /// Ends the graph: later waits fail with `error`, and the writer stops once it stored what is left.
     func close(error: any Error = ProgressionError.shutDown) {
-        let waiters = locked { state in
+        let (waiters, effects) = locked { state in
             let waiters = state.commits.close(error)
             // Nothing waits for their commits any more: ended roots are settled now.
-            state.settleEndedRuns(upTo: .max)
-            return waiters
+            return (waiters, state.settleEndedRuns(upTo: .max))
         }
+        perform(effects)
         for waiter in waiters { waiter.resume(throwing: error) }
         writerWake.finish()
         publisherSignal.signal()

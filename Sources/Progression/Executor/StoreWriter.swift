@@ -75,13 +75,15 @@ actor StoreWriter {
         let now = engine.now()
         let interval = engine.configuration.progressSampleInterval.seconds
         let owner = engine.ownerID
-        let (taken, waiters) = engine.locked {
-            state -> (GraphState.TakenBatch?, [CheckedContinuation<Void, any Error>]) in
+        let (taken, committed) = engine.locked { state -> (GraphState.TakenBatch?, GraphState.Committed?) in
             state.urgent = false
-            if let taken = state.takeBatch(now: now, sampleInterval: interval, owner: owner) { return (taken, []) }
+            if let taken = state.takeBatch(now: now, sampleInterval: interval, owner: owner) { return (taken, nil) }
             return (nil, state.committed(upTo: state.changeSequence))
         }
-        for waiter in waiters { waiter.resume() }
+        if let committed {
+            engine.perform(committed.effects)
+            for waiter in committed.waiters { waiter.resume() }
+        }
         return taken
     }
 
@@ -93,18 +95,20 @@ actor StoreWriter {
             engine.metrics.commitDuration.recordNanoseconds(Self.nanoseconds(ContinuousClock.now - started))
             engine.metrics.batchSize.record(
                 taken.batch.inserts.count + taken.batch.updates.count + taken.batch.events.count)
-            let (waiters, children) = engine.locked { state in
+            let (committed, children) = engine.locked { state in
                 // Conflicts first, so that who waits for the commit sees them when woken.
                 let children = result.conflictingTaskIDs.isEmpty ? [] : state.markConflicted(result.conflictingTaskIDs)
-                if !result.rejectedTaskIDs.isEmpty { state.markRejected(result.rejectedTaskIDs) }
-                return (state.committed(upTo: taken.sequence), children)
+                var committed = state.committed(upTo: taken.sequence)
+                if !result.rejectedTaskIDs.isEmpty { committed.effects += state.markRejected(result.rejectedTaskIDs) }
+                return (committed, children)
             }
             // Fenced roots are marked before anyone waiting for this commit is woken: a step or a checkpoint whose
             // write was rejected must not return as if it had been committed.
             if !result.rejectedTaskIDs.isEmpty || !children.isEmpty {
                 engine.leaseLost(result.rejectedTaskIDs + children)
             }
-            for waiter in waiters { waiter.resume() }
+            engine.perform(committed.effects)
+            for waiter in committed.waiters { waiter.resume() }
             engine.noteStorageRecovered()
             engine.publisherSignal.signal()
             return true

@@ -115,12 +115,13 @@ extension ExecutionEngine {
     /// queued, paused and waiting roots are handed back now. Returns the tasks to wait for.
     func beginShutdown() -> (running: [Task<Void, Never>], loading: [Task<Void, Never>]) {
         let now = now()
-        let (running, cancellation) = locked { state -> ([Task<Void, Never>], Cancellation) in
+        let (running, cancellation, effects) = locked { state -> ([Task<Void, Never>], Cancellation, GraphEffects) in
             state.isShutDown = true
             _ = state.runQueue.drain()
             _ = state.timers.removeAll()
             var running: [Task<Void, Never>] = []
             var cancellation = Cancellation()
+            var effects = GraphEffects()
             for root in state.roots where !root.record.status.isFinished {
                 if root.phase == .running || root.phase == .suspended || root.execution != nil {
                     cancellation.actions += Self.stop(root, .shutdown).actions
@@ -131,11 +132,12 @@ extension ExecutionEngine {
                     if root.committed.ownerID != nil {
                         _ = try? state.transition(root, .release, by: .system, now: now, silent: true)
                     }
-                    state.setIdle(root)
+                    effects += state.setIdle(root)
                 }
             }
-            return (running, cancellation)
+            return (running, cancellation, effects)
         }
+        perform(effects)
         cancellation.run()
         return (running, [])
     }

@@ -4,7 +4,8 @@ import Foundation
 /// an extension: the tree (`TaskTree.swift`), progress (`ProgressAggregation.swift`), pauses (`PauseGate.swift`),
 /// what the writer stores next (`WriteSet.swift`) and snapshots (`Snapshots.swift`); its parts with no other state
 /// of their own are values with their own tests: the commits and who waits for them (`CommitLedger.swift`), the run
-/// queue with its slots and the timers (`RunQueue.swift`).
+/// queue with its slots and the timers (`RunQueue.swift`). A change that leaves something to do outside the lock
+/// returns it (``GraphEffects``, ``Dispatch``, ``GraphState/Committed``).
 struct GraphState {
     // The tree.
     var nextHandle = 1
@@ -51,14 +52,8 @@ struct GraphState {
     // Pauses.
     var nextWaiterToken = 0
 
-    /// Callers of `waitForTask` whose roots became idle under the lock: resumed once it is released (see
-    /// ``ExecutionEngine/locked(_:)``).
-    var idleResumptions: [CheckedContinuation<Void, Never>] = []
     /// Roots whose end is staged, to settle once it is committed, in the order of their sequences.
     var endedRuns: [(sequence: Int64, run: EndedRun)] = []
-    /// A root's retry became due earlier than the timer loop's next deadline while settling: it must wake
-    /// (``ExecutionEngine/locked(_:)`` wakes it once the lock is released).
-    var timersChanged = false
 
     // Snapshots.
     var version: Int64 = 0
@@ -105,12 +100,12 @@ struct GraphState {
         }
     }
 
-    /// A root has nothing more to do here for now (finished, paused before it started, handed back): who waits for
-    /// it is resumed when the lock is released.
-    mutating func setIdle(_ node: TaskNode) {
+    /// A root has nothing more to do here for now (finished, paused before it started, handed back). Returns who
+    /// waits for it, to be resumed once the lock is released.
+    mutating func setIdle(_ node: TaskNode) -> GraphEffects {
         node.phase = .idle
-        idleResumptions += node.idleWaiters
-        node.idleWaiters.removeAll()
+        defer { node.idleWaiters.removeAll() }
+        return GraphEffects(idleWaiters: node.idleWaiters)
     }
 
     /// Queues an event for the writer.

@@ -61,11 +61,19 @@ extension GraphState {
         return TakenBatch(batch: batch, sequence: changeSequence, samples: samples.count)
     }
 
+    /// What a commit leaves to do once the lock is released.
+    struct Committed {
+        /// Who waited for the commit.
+        var waiters: [CheckedContinuation<Void, any Error>]
+        /// What settling the roots whose end it holds left to do.
+        var effects: GraphEffects
+    }
+
     /// A batch committed: staged transitions become visible, roots whose end it holds are settled, and who waited for
     /// it is returned to be resumed.
-    mutating func committed(upTo sequence: Int64) -> [CheckedContinuation<Void, any Error>] {
+    mutating func committed(upTo sequence: Int64) -> Committed {
         let ready = commits.commit(upTo: sequence)
-        settleEndedRuns(upTo: committedSequence)
+        let effects = settleEndedRuns(upTo: committedSequence)
         if case .failing = storage { storage = .healthy }
         if !stagedNodes.isEmpty {
             var promoted: [TaskNode] = []
@@ -79,7 +87,7 @@ extension GraphState {
             }
             for node in promoted { touch(node) }
         }
-        return ready
+        return Committed(waiters: ready, effects: effects)
     }
 
     /// A batch failed: its content goes back into the set (samples excepted), to be written with the next one.
@@ -103,17 +111,20 @@ extension GraphState {
 
     /// Writes the store refused (another owner holds the root, or a job queued here unowned was claimed by another
     /// worker or changed by an operator): the roots are stopped without writing more; one that is not running leaves
-    /// memory at once (its code never ran: the store has it as the other party left it).
-    mutating func markRejected(_ ids: [String]) {
+    /// memory at once (its code never ran: the store has it as the other party left it). Returns who waited for
+    /// those to become idle.
+    mutating func markRejected(_ ids: [String]) -> GraphEffects {
+        var effects = GraphEffects()
         for id in ids {
             guard let node = node(id: id) else { continue }
             let root = node.root
             if root.stopReason == nil { root.stopReason = .leaseLost }
             if root.phase != .running, root.execution == nil {
-                setIdle(root)
+                effects += setIdle(root)
                 removeRoot(root)
             }
         }
+        return effects
     }
 
     /// Inserts that found their identity taken: the nodes are marked; returns the ids of subtasks among them (a root's
