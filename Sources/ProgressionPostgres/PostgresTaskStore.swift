@@ -187,7 +187,7 @@ public final class PostgresTaskStore: TaskStoreBackend, Service {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         self.encoder = encoder
-        client = PostgresClient(configuration: Self.clientConfiguration(configuration), backgroundLogger: logger)
+        client = PostgresClient(configuration: Self.clientConfiguration(configuration, names: names), backgroundLogger: logger)
         changes = PostgresChangeListener(pollInterval: configuration.changePollInterval)
     }
 
@@ -420,7 +420,7 @@ public final class PostgresTaskStore: TaskStoreBackend, Service {
     /// The server and schema, for messages.
     var location: String { configuration.displayURL }
 
-    private static func clientConfiguration(_ configuration: Configuration) -> PostgresClient.Configuration {
+    private static func clientConfiguration(_ configuration: Configuration, names: PostgresNames) -> PostgresClient.Configuration {
         var client: PostgresClient.Configuration
         if let socket = configuration.unixSocketPath {
             client = .init(
@@ -454,6 +454,9 @@ public final class PostgresTaskStore: TaskStoreBackend, Service {
             ("tcp_user_timeout", "\(timeout)"),
         ]
         if configuration.readOnly { parameters.append(("default_transaction_read_only", "on")) }
+        // The store's schema first: the statement prepared once per connection names its tables unqualified
+        // (``OneStatementBatch``); every other statement qualifies them.
+        parameters.append(("search_path", "\(names.quoted), public"))
         client.options.additionalStartupParameters = parameters
         return client
     }
@@ -556,9 +559,10 @@ public final class PostgresTaskStore: TaskStoreBackend, Service {
     }
 
     /// Runs `body` in a transaction as ``write(notify:pending:_:)`` does; `body` returns its value with the
-    /// transaction's id (`txid_current()`), read in its last statement.
+    /// transaction's id (`txid_current()`), read in its last statement. `setUp`: a statement that sets the transaction
+    /// up, run after `BEGIN`.
     func write<T: Sendable>(
-        pending: (@Sendable (Int64, T) -> Void)? = nil,
+        pending: (@Sendable (Int64, T) -> Void)? = nil, setUp: String? = nil,
         identified body: @escaping @Sendable (PostgresConnection) async throws -> (T, Int64?)
     ) async throws -> T {
         // Once the caller gave up (a deadline, a lost connection), the body sends no COMMIT; before, what it read is
@@ -570,6 +574,7 @@ public final class PostgresTaskStore: TaskStoreBackend, Service {
         do {
             return try await withCallDeadline(configuration.callTimeout) { connection in
                 try await connection.query("BEGIN", logger: logger)
+                if let setUp { try await connection.query(PostgresQuery(unsafeSQL: setUp), logger: logger) }
                 do {
                     let (value, xid) = try await body(connection)
                     let proceed = commit.withLock { state -> Bool in

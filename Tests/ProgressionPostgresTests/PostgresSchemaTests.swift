@@ -178,6 +178,80 @@ struct PostgresSchemaTests {
         }
     }
 
+    /// An executor's batch is a statement prepared once per connection that runs a generic plan (parsing and
+    /// planning it each time was half of the server's time per batch). The plan is made at the connection's first
+    /// batch, on a table that may be all but empty (a new schema), and kept: it must reach `tasks` through its
+    /// indexes all the same. This runs the prepared batch as the writer does, first on an empty table, then after
+    /// 3,000 roots arrived, on one connection, and counts the second batch's scans of `tasks`.
+    @Test func aBatchRunsAGenericPlanMadeOnAnEmptyTableThatReadsTasksThroughIndexes() async throws {
+        let schema = Self.schemaName("batchplan")
+        let store = try await Self.open(schema)
+        defer { Task { await store.close() } }
+        let t0 = Date(timeIntervalSince1970: 1_700_000_000)
+        let first = TaskRecord(id: "first", name: "first", kind: "k", status: .running, ownerID: "o", createdAt: t0)
+        let firstBatch = try #require(
+            try OneStatementBatch(
+                TaskBatch(
+                    inserts: [first], events: [TaskEvent(taskID: "first", rootID: "first", kind: .created, at: t0, attempt: 1)],
+                    owner: "o"),
+                store: store))
+        // What an executor writes later for two jobs in flight: one reports progress, one pushes a step.
+        var progressed = TaskRecord(
+            id: "root00100", name: "job 100", kind: "k", status: .running, ownerID: "o", createdAt: t0)
+        progressed.progress = 0.5
+        let step = TaskRecord(
+            id: "root02000.1", parentID: "root02000", rootID: "root02000", name: "step", status: .running,
+            createdAt: t0.addingTimeInterval(5_000))
+        let laterBatch = try #require(
+            try OneStatementBatch(
+                TaskBatch(
+                    inserts: [step], updates: [TaskUpdate(progressed, columns: [.progress])],
+                    events: [TaskEvent(taskID: step.id, rootID: step.rootID, kind: .started, at: step.createdAt, attempt: 1)],
+                    owner: "o"),
+                store: store))
+        let logger = store.logger
+        let tasks = "\(store.names.quoted).tasks"
+        let (written, plans, scans) = try await store.read { connection in
+            // The scans of `tasks` a statement adds (the counters of a backend include work not yet reported).
+            func scans() async throws -> (sequential: Int64, index: Int64) {
+                try await store.rows(
+                    """
+                    SELECT coalesce(seq_scan, 0), coalesce(idx_scan, 0) FROM pg_stat_xact_user_tables
+                    WHERE relid = '\(tasks)'::regclass
+                    """, connection: connection
+                ) { try $0.decode((Int64, Int64).self) }.first ?? (0, 0)
+            }
+            try await connection.query("BEGIN", logger: logger)
+            try await connection.query(PostgresQuery(unsafeSQL: OneStatementBatch.setUp), logger: logger)
+            for try await _ in try await connection.execute(firstBatch, logger: logger) {}
+            try await connection.query("COMMIT", logger: logger)
+            try await connection.query(
+                PostgresQuery(
+                    unsafeSQL: """
+                        INSERT INTO \(tasks) (id, root_id, name, kind, options, status, owner_id, created_at, updated_at)
+                        SELECT 'root' || lpad(n::text, 5, '0'), 'root' || lpad(n::text, 5, '0'), 'job ' || n, 'k', '{}',
+                          'running', 'o', \(t0.storedMilliseconds) + n, \(t0.storedMilliseconds) + n
+                        FROM generate_series(0, 2999) AS n
+                        """), logger: logger)
+            try await connection.query("BEGIN", logger: logger)
+            try await connection.query(PostgresQuery(unsafeSQL: OneStatementBatch.setUp), logger: logger)
+            let before = try await scans()
+            var written: OneStatementBatch.Row?
+            for try await row in try await connection.execute(laterBatch, logger: logger) { written = row }
+            let after = try await scans()
+            let plans = try await store.rows(
+                "SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE name = $1",
+                bindings(OneStatementBatch.name), connection: connection
+            ) { try $0.decode((Int64, Int64).self) }
+            try await connection.query("ROLLBACK", logger: logger)
+            return (written, plans.first, (after.sequential - before.sequential, after.index - before.index))
+        }
+        let (held, inserted, updated, _) = try #require(written)
+        #expect(held == ["root00100", "root02000"] && inserted == [step.id] && updated == [progressed.id])
+        #expect(plans.map { $0.0 == 2 && $0.1 == 0 } == true, "generic, custom plans: \(String(describing: plans))")
+        #expect(scans.0 == 0 && scans.1 > 0, "sequential, index scans of tasks: \(scans)")
+    }
+
     @Test func aControlRequestWakesAnotherStoreThroughNotifyNotThePoll() async throws {
         let schema = Self.schemaName("notify")
         let writer = try await Self.open(schema)
