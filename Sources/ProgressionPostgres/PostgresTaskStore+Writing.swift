@@ -631,7 +631,7 @@ extension PostgresTaskStore {
 ///
 /// The statement is prepared once per connection (its text names the tables unqualified: a connection's
 /// `search_path` is the store's schema) and runs a generic plan, made with sequential scans disabled (see
-/// ``OneStatementBatch/begin``): parsing and planning it took about half of the server's time per batch
+/// ``OneStatementBatch/setUp``): parsing and planning it took about half of the server's time per batch
 /// (0.4 + 0.5 ms of 1.9 ms in the bench at 8 jobs in flight).
 ///
 /// It takes a batch with an owner whose rows appear once each (an update cannot see a row inserted by the same
@@ -643,10 +643,10 @@ struct OneStatementBatch: PostgresPreparedStatement {
     static let name = "progression_batch_1"
     static let sql = text(tasks: "tasks", events: "events")
 
-    /// What begins a batch's transaction, in one round trip: the statement's generic plan is made (when the
-    /// connection first runs it, or again after the server invalidated it) with index access only, whatever the
-    /// table's statistics said at that moment (a generic plan made while a new table was small read it sequentially
-    /// for ever after), and the plan cache keeps it.
+    /// What a batch's transaction runs after `BEGIN` (one round trip more): the statement's generic plan is made
+    /// (when the connection first runs it, or again after the server invalidated it) with index access only, whatever
+    /// the table's statistics said at that moment (a generic plan made while a new table was small read it
+    /// sequentially for ever after), and the plan cache keeps it.
     static let setUp = "SELECT set_config('enable_seqscan', 'off', true), set_config('plan_cache_mode', 'force_generic_plan', true)"
 
     let bindings: PostgresBindings
