@@ -10,62 +10,84 @@ import ProgressionPostgresTestSupport
 /// defaults `initdb` writes): a commit that returned survives a crash of the server. Each measurement uses a schema
 /// of its own, dropped after it.
 enum PostgresThroughput {
-    static let scenario = Scenario(
-        name: "postgres",
-        keys: [
-            "jobs_per_s_postgres_1", "jobs_per_s_postgres_8", "jobs_per_s_postgres_64",
-            "recovery_all_claimed_ms_100k_postgres", "recovery_first_running_ms_100k_postgres",
-            "delay_p50_ms_postgres", "delay_p99_ms_postgres",
-        ] + FleetThroughput.keys.map { $0 + "_postgres" }
+    /// The scenarios, each on a server of its own; `--only postgres` selects them all.
+    static let scenarios = [jobsScenario, recoveryScenario, fleetScenario]
+
+    /// Jobs per second at 1, 8 and 64 in flight; `--only jobs_per_s_postgres_8` runs that one alone.
+    static let jobsKeys = ["jobs_per_s_postgres_1", "jobs_per_s_postgres_8", "jobs_per_s_postgres_64"]
+    static let jobsScenario = Scenario(name: "postgres-jobs", group: "postgres", keys: jobsKeys) { context in
+        try await withServer(context) { base in
+            let count = context.sizes.submittedTasks
+            var figures: [Figure] = []
+            for concurrency in [1, 8, 64] where context.runs("jobs_per_s_postgres_\(concurrency)", among: jobsKeys) {
+                // Fewer jobs at 1 in flight: each waits for its own commits.
+                let jobs = concurrency == 1 ? max(200, count / 10) : count
+                let rate = try await Self.jobs(base: base, count: jobs, concurrency: concurrency)
+                context.log("jobs, \(concurrency) in flight: \(FigureFormat.number(rate)) jobs/s")
+                figures.append(
+                    Figure(
+                        "jobs_per_s_postgres_\(concurrency)", rate, unit: "jobs/s",
+                        target: concurrency == 64 ? .atLeast(5_000) : nil,
+                        note: "submit + run + complete of no-op jobs, PostgreSQL (synchronous_commit=on), \(concurrency) "
+                            + "submitter\(concurrency == 1 ? "" : "s") and maxConcurrentTasks \(concurrency), "
+                            + "\(FigureFormat.number(Double(jobs))) jobs"))
+            }
+            return figures
+        }
+    }
+
+    /// 100,000 running jobs of a dead owner: the first recovered job, and every one claimed.
+    static let recoveryScenario = Scenario(
+        name: "postgres-recovery", group: "postgres",
+        keys: ["recovery_all_claimed_ms_100k_postgres", "recovery_first_running_ms_100k_postgres"]
     ) { context in
-        let server: LocalPostgresServer?
-        let base: PostgresTaskStore.Configuration
-        if let url = context.options.postgresURL {
-            server = nil
-            base = try PostgresTaskStore.Configuration(url: url)
-            context.log("PostgreSQL server: \(base.displayURL) (started by the caller)")
-        } else {
-            let local = try LocalPostgresServer(durable: true, stock: true)
-            server = local
-            base = local.configuration(schema: "progression")
-            context.log(
-                "PostgreSQL server started in \(local.directory), stock settings (initdb's defaults) but: "
-                    + local.settings.joined(separator: " "))
-        }
-        defer { server?.stop() }
-        let count = context.sizes.submittedTasks
-        var figures: [Figure] = []
-        for concurrency in [1, 8, 64] {
-            // Fewer jobs at 1 in flight: each waits for its own commits.
-            let jobs = concurrency == 1 ? max(200, count / 10) : count
-            let rate = try await Self.jobs(base: base, count: jobs, concurrency: concurrency)
-            context.log("jobs, \(concurrency) in flight: \(FigureFormat.number(rate)) jobs/s")
-            figures.append(
+        try await withServer(context) { base in
+            let jobsCount = context.sizes.recoveryJobs
+            let recovery = try await recover(
+                base: base, jobs: jobsCount, wait: context.sizes.recoveryClaimWait, context: context)
+            var allClaimed = Figure(
+                "recovery_all_claimed_ms_100k_postgres", recovery.allClaimed?.inMilliseconds, unit: "ms",
+                target: .below(1_000),
+                note: "\(FigureFormat.number(Double(jobsCount))) running jobs of a dead owner: claimRoots in chunks of "
+                    + "10,000 back to back until none is held by it (an executor claims only as many as its free slots)")
+            if recovery.allClaimed == nil { allClaimed.notReachedWithin = context.sizes.recoveryClaimWait.inMilliseconds }
+            return [
+                allClaimed,
                 Figure(
-                    "jobs_per_s_postgres_\(concurrency)", rate, unit: "jobs/s",
-                    target: concurrency == 64 ? .atLeast(5_000) : nil,
-                    note: "submit + run + complete of no-op jobs, PostgreSQL (synchronous_commit=on), \(concurrency) "
-                        + "submitter\(concurrency == 1 ? "" : "s") and maxConcurrentTasks \(concurrency), "
-                        + "\(FigureFormat.number(Double(jobs))) jobs"))
+                    "recovery_first_running_ms_100k_postgres", recovery.firstRunning.inMilliseconds, unit: "ms",
+                    note: "register + start() until the first recovered job body runs, PostgreSQL"),
+            ]
         }
-        let jobsCount = context.sizes.recoveryJobs
-        let recovery = try await recover(base: base, jobs: jobsCount, wait: context.sizes.recoveryClaimWait, context: context)
-        var allClaimed = Figure(
-            "recovery_all_claimed_ms_100k_postgres", recovery.allClaimed?.inMilliseconds, unit: "ms",
-            target: .below(1_000),
-            note: "\(FigureFormat.number(Double(jobsCount))) running jobs of a dead owner: claimRoots in chunks of 10,000 "
-                + "back to back until none is held by it (an executor claims only as many as its free slots)")
-        if recovery.allClaimed == nil { allClaimed.notReachedWithin = context.sizes.recoveryClaimWait.inMilliseconds }
-        figures.append(allClaimed)
-        figures.append(
-            Figure(
-                "recovery_first_running_ms_100k_postgres", recovery.firstRunning.inMilliseconds, unit: "ms",
-                note: "register + start() until the first recovered job body runs, PostgreSQL"))
-        // The fleet and delayed jobs, as on SQLite: each process's store a connection pool of its own.
-        let make: @Sendable () async throws -> BenchDatabase = { database(base: base) }
-        figures += try await FleetThroughput.figures(on: make, suffix: "_postgres", context: context)
-        figures += try await TimeBench.delayFigures(on: make, suffix: "_postgres", context: context)
-        return figures
+    }
+
+    /// The fleet and delayed jobs, as on SQLite: each process's store a connection pool of its own.
+    static let fleetScenario = Scenario(
+        name: "postgres-fleet", group: "postgres",
+        keys: ["delay_p50_ms_postgres", "delay_p99_ms_postgres"] + FleetThroughput.keys.map { $0 + "_postgres" }
+    ) { context in
+        try await withServer(context) { base in
+            let make: @Sendable () async throws -> BenchDatabase = { database(base: base) }
+            return try await FleetThroughput.figures(on: make, suffix: "_postgres", context: context)
+                + TimeBench.delayFigures(on: make, suffix: "_postgres", context: context)
+        }
+    }
+
+    /// Runs `body` on the server of `--postgres-url` (started by the caller with the settings to measure), or on a
+    /// throwaway one started on this machine with PostgreSQL's stock settings (it says which).
+    static func withServer(
+        _ context: BenchContext, _ body: (PostgresTaskStore.Configuration) async throws -> [Figure]
+    ) async throws -> [Figure] {
+        if let url = context.options.postgresURL {
+            let base = try PostgresTaskStore.Configuration(url: url)
+            context.log("PostgreSQL server: \(base.displayURL) (started by the caller)")
+            return try await body(base)
+        }
+        let server = try LocalPostgresServer(durable: true, stock: true)
+        defer { server.stop() }
+        context.log(
+            "PostgreSQL server started in \(server.directory), stock settings (initdb's defaults) but: "
+                + server.settings.joined(separator: " "))
+        return try await body(server.configuration(schema: "progression"))
     }
 
     static func schema() -> String { "bench_\(UInt32.random(in: 0...UInt32.max))" }
