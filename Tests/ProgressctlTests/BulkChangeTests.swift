@@ -205,7 +205,9 @@ import ProgressionOperator
         #expect(try await fixture.store.task(id: "old-pending") == nil)
     }
 
-    /// Tasks of a live owner are changed by control requests, written first and awaited together.
+    /// Tasks of a live owner are changed by control requests, written first and awaited together: this owner answers
+    /// none until all five are queued, so a command that waited for each request before writing the next would get no
+    /// answer at all.
     @Test func tasksOfALiveOwnerAreAskedOfItTogether() async throws {
         let fixture = try Fixture()
         try await fixture.owner("service", alive: true)
@@ -218,7 +220,7 @@ import ProgressionOperator
             while !Task.isCancelled {
                 // Cancelling this loop interrupts a store call: that ends it.
                 guard let requests = try? await store.pendingControlRequests(for: "service") else { break }
-                for request in requests {
+                for request in requests where requests.count + handled.count == 5 {
                     let outcome = request.taskID == "live-3" ? "the task is at a step that cannot stop" : "applied"
                     guard (try? await store.completeControlRequest(id: request.id, outcome: outcome, at: Date())) != nil
                     else { break }
@@ -229,13 +231,10 @@ import ProgressionOperator
             return handled
         }
         defer { owner.cancel() }
-        let started = ContinuousClock.now
-        let result = try await fixture.run(["pause", "--status", "running", "--yes", "--wait", "10"])
-        let elapsed = ContinuousClock.now - started
+        let result = try await fixture.run(["pause", "--status", "running", "--yes", "--wait", "60"])
         #expect(result.status == 1)
         #expect(result.stdout.hasSuffix("paused 4 of 5 tasks (1 refused: live-3)\n"), "\(result.stdout)")
         #expect(result.stderr.contains("owner 'service' refused to pause task 'live-3'"))
-        #expect(elapsed < .seconds(8), "the requests are awaited together, not one wait each")
         owner.cancel()
         #expect(await owner.value.count == 5)
     }
