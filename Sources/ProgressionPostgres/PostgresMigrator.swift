@@ -140,13 +140,50 @@ struct PostgresMigrator {
     }
 
     /// The statements of a migration file, one by one (a prepared statement takes one): comments (`--` to the end of
-    /// the line) removed, split at each `;`. Migration files keep `--` and `;` out of their string literals.
+    /// the line) removed, split at each `;` outside dollar quotes (`$tag$ … $tag$`, a procedure's body). Migration files
+    /// keep `--` and `;` out of their string literals, and `--` out of dollar-quoted bodies but as a comment.
     static func statements(of sql: String) -> [String] {
         let code = sql.split(separator: "\n", omittingEmptySubsequences: false).map { line -> Substring in
             guard let comment = line.range(of: "--") else { return line }
             return line[..<comment.lowerBound]
         }.joined(separator: "\n")
-        return code.split(separator: ";").map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }.filter { !$0.isEmpty }
+        var statements: [String] = []
+        var current = ""
+        var quote: Substring?
+        var rest = Substring(code)
+        while let character = rest.first {
+            if character == "$", let tag = dollarTag(at: rest) {
+                if quote == nil {
+                    quote = tag
+                } else if quote == tag {
+                    quote = nil
+                }
+                current += tag
+                rest = rest.dropFirst(tag.count)
+                continue
+            }
+            if character == ";" && quote == nil {
+                statements.append(current)
+                current = ""
+            } else {
+                current.append(character)
+            }
+            rest = rest.dropFirst()
+        }
+        statements.append(current)
+        return statements.map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }.filter { !$0.isEmpty }
+    }
+
+    /// The dollar-quote tag (`$$`, `$body$`) that `text` starts with, if any.
+    private static func dollarTag(at text: Substring) -> Substring? {
+        var end = text.index(after: text.startIndex)
+        while end < text.endIndex,
+            text[end] == "_" || text[end].isLetter || (end > text.index(after: text.startIndex) && text[end].isNumber)
+        {
+            end = text.index(after: end)
+        }
+        guard end < text.endIndex, text[end] == "$" else { return nil }
+        return text[...end]
     }
 
     /// The SHA-256 of `sql`, in hex, computed by the server.

@@ -237,8 +237,16 @@ struct Ambiguous: Sendable {
         }
     }
 
+    /// How to find out whether a write committed.
+    enum Commit: Sendable, Hashable {
+        /// A transaction whose `COMMIT` was sent: `txid_status`.
+        case transaction(Int64)
+        /// A batch call: its session's mark, once its backend is gone.
+        case mark(BatchSession.Mark)
+    }
+
     struct Batch: Sendable {
-        var xid: Int64
+        var commit: Commit
         /// Ids of the rows it inserted.
         var inserted: Set<String>
         var events: [TaskEvent]

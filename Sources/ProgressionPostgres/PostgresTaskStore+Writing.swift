@@ -48,21 +48,17 @@ extension PostgresTaskStore {
     package func apply(_ batch: TaskBatch) async throws -> TaskBatchResult {
         guard !batch.isEmpty else { return TaskBatchResult() }
         let (batch, used) = try await settleAmbiguousBatches(batch)
-        let inserted = Set(batch.inserts.map(\.id))
-        let events = batch.events
-        let pending: @Sendable (Int64, TaskBatchResult) -> Void = { xid, _ in
-            self.ambiguous.withLock {
-                $0.batches.append(Ambiguous.Batch(xid: xid, inserted: inserted, events: events))
-            }
-        }
         let result: TaskBatchResult
-        if let statement = try OneStatementBatch(batch, store: self) {
-            result = try await write(
-                pending: pending, setUp: OneStatementBatch.setUp,
-                identified: { [self] connection in
-                    try await statement.run(connection: connection, store: self)
-                })
+        if BatchCall.fits(batch) {
+            result = try await applyInOneCall(batch)
         } else {
+            let inserted = Set(batch.inserts.map(\.id))
+            let events = batch.events
+            let pending: @Sendable (Int64, TaskBatchResult) -> Void = { xid, _ in
+                self.ambiguous.withLock {
+                    $0.batches.append(Ambiguous.Batch(commit: .transaction(xid), inserted: inserted, events: events))
+                }
+            }
             result = try await write(notify: true, pending: pending) { [self] connection in
                 try await self.apply(batch, connection: connection)
             }
@@ -79,20 +75,35 @@ extension PostgresTaskStore {
     private func settleAmbiguousBatches(_ batch: TaskBatch) async throws -> (TaskBatch, Ambiguous.Stored) {
         let pending = ambiguous.withLock { $0.batches }
         for entry in pending {
-            guard let status = await transactionStatus(entry.xid) else {
-                throw TaskStoreError(
-                    .unavailable, path: location,
-                    message: "whether an earlier commit went through is not known yet (no answer from the server)")
+            let committed: Bool
+            switch entry.commit {
+            case .transaction(let xid):
+                guard let status = await transactionStatus(xid) else {
+                    throw TaskStoreError(
+                        .unavailable, path: location,
+                        message: "whether an earlier commit went through is not known yet (no answer from the server)")
+                }
+                committed = status == .committed
+            case .mark(let mark):
+                guard let status = await batchStatus(mark) else {
+                    throw TaskStoreError(
+                        .unavailable, path: location,
+                        message: "whether an earlier batch committed is not known yet (no answer from the server)")
+                }
+                if case .committed = status { committed = true } else { committed = false }
+                // Refusals of a batch settled this late are not reported: the executor took its error and sends
+                // what it held again, adapted below; a root another owner took is refused again then.
+                batchSession.withLock { committed ? $0.committed(mark.batch) : $0.failed(mark.batch) }
             }
             ambiguous.withLock { state in
-                state.batches.removeAll { $0.xid == entry.xid }
+                state.batches.removeAll { $0.commit == entry.commit }
                 // Committed: what it stored is known, and what it used stays known, since the executor got an
                 // error and sends the batch again as it took it (with those inserts and events).
-                guard status == .committed else { return }
+                guard committed else { return }
                 state.stored.add(inserts: entry.inserted, events: entry.events)
             }
-            if status == .committed {
-                logger.notice("a commit whose answer was lost went through", metadata: ["xid": "\(entry.xid)"])
+            if committed {
+                logger.notice("a write whose answer was lost went through", metadata: ["commit": "\(entry.commit)"])
             }
         }
         var batch = batch
@@ -623,163 +634,4 @@ extension PostgresTaskStore {
     }
 }
 
-/// An executor's batch as one statement (plus `BEGIN` and `COMMIT`): the fencing lock of its roots, its inserts, its
-/// updates (every changeable column, each written only where the update's column set has it), its events, and the
-/// transaction's id and notification, in data-modifying `WITH` queries that see one snapshot. Three round trips
-/// where the statement-by-statement path takes six to eight: a batch holds every job in flight, so its latency is
-/// what a job waits for at each commit.
-///
-/// The statement is prepared once per connection (its text names the tables unqualified: a connection's
-/// `search_path` is the store's schema) and runs a generic plan, made with sequential scans disabled (see
-/// ``OneStatementBatch/setUp``): parsing and planning it took about half of the server's time per batch
-/// (0.4 + 0.5 ms of 1.9 ms in the bench at 8 jobs in flight).
-///
-/// It takes a batch with an owner whose rows appear once each (an update cannot see a row inserted by the same
-/// statement); any other batch goes statement by statement (``PostgresTaskStore/apply(_:connection:)``), with the same
-/// outcome.
-struct OneStatementBatch: PostgresPreparedStatement {
-    typealias Row = ([String], [String], [String], Int64)
-
-    static let name = "progression_batch_1"
-    static let sql = text(tasks: "tasks", events: "events")
-
-    /// What a batch's transaction runs after `BEGIN` (one round trip more): the statement's generic plan is made
-    /// (when the connection first runs it, or again after the server invalidated it) with index access only, whatever
-    /// the table's statistics said at that moment (a generic plan made while a new table was small read it
-    /// sequentially for ever after), and the plan cache keeps it.
-    static let setUp = "SELECT set_config('enable_seqscan', 'off', true), set_config('plan_cache_mode', 'force_generic_plan', true)"
-
-    let bindings: PostgresBindings
-    let batch: TaskBatch
-    /// Roots inserted by the batch: their trees need no check.
-    let newRoots: Set<String>
-
-    func makeBindings() throws -> PostgresBindings { bindings }
-
-    func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
-
-    /// The statement of `batch`, or `nil` when it must go statement by statement.
-    init?(_ batch: TaskBatch, store: PostgresTaskStore) throws {
-        guard let owner = batch.owner else { return nil }
-        var seen: Set<String> = []
-        for record in batch.inserts where !seen.insert(record.id).inserted { return nil }
-        for update in batch.updates where !seen.insert(update.record.id).inserted { return nil }
-        self.batch = batch
-        let newRoots = Set(batch.inserts.lazy.filter(\.isRoot).map(\.id))
-        self.newRoots = newRoots
-        var roots: Set<String> = []
-        for record in batch.inserts where !record.isRoot && !newRoots.contains(record.rootID) { roots.insert(record.rootID) }
-        for update in batch.updates where !newRoots.contains(update.record.rootID) { roots.insert(update.record.rootID) }
-
-        // In the order of the parameters of `text`.
-        var bindings = PostgresBindings()
-        func add<Element: PostgresArrayEncodable & PostgresNonThrowingEncodable>(_ values: [Element?]) {
-            bindings.append(PostgresArray(values))
-        }
-        bindings.append(owner)
-        add(roots.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }.map(Optional.init))
-        add(newRoots.sorted().map(Optional.init))
-        let guarded = batch.updates.compactMap { update in update.unownedWithStatus.map { (update.record.id, $0.rawValue) } }
-        add(guarded.map { Optional($0.0) })
-        add(guarded.map { Optional($0.1) })
-        try store.appendColumnArrays(batch.inserts, to: &bindings)
-        let records = batch.updates.map(\.record)
-        add(records.map { Optional($0.id) })
-        add(records.map { Optional($0.rootID) })
-        add(batch.updates.map { Optional(Int32(bitPattern: $0.columns.rawValue)) })
-        try store.appendUpdateArrays(batch.updates, columns: .all, to: &bindings)
-        let events = batch.events
-        add(events.map { Optional($0.taskID) })
-        add(events.map { Optional($0.rootID) })
-        add(events.map { Optional($0.kind.rawValue) })
-        add(events.map { Optional($0.at.storedMilliseconds) })
-        add(events.map { Optional(Int32(clamping: $0.attempt)) })
-        add(events.map(\.progress))
-        add(events.map(\.message))
-        add(events.map(\.errorType))
-        add(batch.inserts.map { Optional($0.id) })
-        bindings.append(store.names.channel)
-        self.bindings = bindings
-    }
-
-    /// The statement's text, on the tables named. Its parameters: $1 the owner; $2 the roots the batch writes below
-    /// (not new ones), locked; $3 the new roots; $4, $5 roots queued unowned in the writer's memory, taken only while
-    /// still unowned with the status it read; then the inserts (one array per column); the updates (id, root, the
-    /// column set as a mask, then every changeable column); the events; the inserted ids; the channel to notify.
-    static func text(tasks: String, events: String) -> String {
-        var next = 6 + PostgresTaskStore.columnTypes.count
-        func parameter(_ type: String) -> String {
-            defer { next += 1 }
-            return "$\(next)::\(type)[]"
-        }
-        let insertSources = PostgresTaskStore.columnTypes.enumerated().map { "$\($0.offset + 6)::\($0.element)[]" }
-        var updateSources = [parameter("text"), parameter("text"), parameter("int4")]
-        var updateAliases = ["id", "root_id", "mask"]
-        var assignments: [String] = []
-        for (column, parts) in PostgresTaskStore.columnNames {
-            for part in parts {
-                updateSources.append(parameter(part.type))
-                updateAliases.append(part.name)
-                assignments.append(
-                    "\(part.name) = CASE WHEN (u.mask & \(column.rawValue)) <> 0 THEN u.\(part.name) ELSE t.\(part.name) END")
-            }
-        }
-        let eventSources = ["text", "text", "text", "int8", "int4", "float8", "text", "text"].map(parameter)
-        let insertIDs = parameter("text")
-        let channel = "$\(next)::text"
-        return """
-            WITH held AS MATERIALIZED (
-              \(PostgresTaskStore.lockedRoots(
-                in: tasks, columns: "id", ids: "$2::text[]",
-                condition: """
-                  CASE WHEN id = ANY($4::text[])
-                    THEN owner_id IS NULL AND (id, status) IN (SELECT * FROM unnest($4::text[], $5::text[]))
-                    ELSE owner_id = $1 END
-                  """))),
-            allowed AS MATERIALIZED (SELECT id FROM held UNION ALL SELECT unnest($3::text[])),
-            ins AS (
-              INSERT INTO \(tasks) (\(PostgresTaskStore.columns))
-              SELECT * FROM unnest(\(insertSources.joined(separator: ", "))) AS v(\(PostgresTaskStore.columns))
-              WHERE v.root_id IN (SELECT id FROM allowed)
-              ON CONFLICT DO NOTHING RETURNING id),
-            upd AS (
-              UPDATE \(tasks) AS t SET \(assignments.joined(separator: ", "))
-              FROM unnest(\(updateSources.joined(separator: ", "))) AS u(\(updateAliases.joined(separator: ", ")))
-              WHERE t.id = u.id AND u.root_id IN (SELECT id FROM allowed)
-              RETURNING t.id),
-            ev AS (
-              INSERT INTO \(events) (task_id, root_id, kind, at, attempt, progress, message, error_type)
-              SELECT e.task_id, e.root_id, e.kind, e.at, e.attempt, e.progress, e.message, e.error_type
-              FROM unnest(\(eventSources.joined(separator: ", "))) WITH ORDINALITY
-                AS e(task_id, root_id, kind, at, attempt, progress, message, error_type, n)
-              WHERE NOT (e.task_id = ANY(\(insertIDs)) AND e.task_id NOT IN (SELECT id FROM ins))
-                AND NOT (e.task_id = ANY(\(updateSources[0])) AND e.task_id NOT IN (SELECT id FROM upd))
-              ORDER BY e.n)
-            SELECT (SELECT coalesce(array_agg(id), '{}') FROM held), (SELECT coalesce(array_agg(id), '{}') FROM ins),
-              (SELECT coalesce(array_agg(id), '{}') FROM upd), txid_current()
-            FROM pg_notify(\(channel), '')
-            """
-    }
-
-    /// Runs the statement in the open transaction; returns what the batch did not write, and the transaction's id.
-    func run(connection: PostgresConnection, store: PostgresTaskStore) async throws -> (TaskBatchResult, Int64?) {
-        var answer: Row?
-        for try await row in try await connection.execute(self, logger: store.logger) where answer == nil { answer = row }
-        guard let (held, inserted, updated, xid) = answer else { return (TaskBatchResult(), nil) }
-        let allowed = Set(held).union(newRoots)
-        let insertedIDs = Set(inserted)
-        let updatedIDs = Set(updated)
-        var rejected: [String] = []
-        var conflicting: [String] = []
-        for record in batch.inserts {
-            if !allowed.contains(record.rootID) {
-                rejected.append(record.id)
-            } else if !insertedIDs.contains(record.id) {
-                conflicting.append(record.id)
-            }
-        }
-        for update in batch.updates where !updatedIDs.contains(update.record.id) { rejected.append(update.record.id) }
-        return (TaskBatchResult(rejectedTaskIDs: rejected, conflictingTaskIDs: conflicting), xid)
-    }
-}
 #endif

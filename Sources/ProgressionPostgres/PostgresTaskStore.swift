@@ -41,7 +41,8 @@ import Synchronization
 /// connection, or no answer, in time fails with `.unavailable` (transient) and its connection is closed, so a
 /// restarted server, a killed backend or a dropped or cut connection never holds a caller; the pool opens new
 /// connections once the server answers again, and `LISTEN` listens again. A commit whose answer was lost is looked up
-/// (`txid_status`) before it is reported: one that went through counts as done, never as failed and written twice.
+/// before it is reported (`txid_status`; for an executor's batch, its session's mark once its backend is gone): one
+/// that went through counts as done, never as failed and written twice.
 /// Server-side timeouts end what a client cut off from the server left open (its transaction and its locks).
 ///
 /// Commits are PostgreSQL's: with the server's default `synchronous_commit=on`, a commit that returned survives a
@@ -157,6 +158,11 @@ public final class PostgresTaskStore: TaskStoreBackend, Service {
     private let stopSignal = StopSignal()
     /// Writes whose commit was sent but not answered, not known yet to have committed (see ``Ambiguous``).
     let ambiguous = Mutex(Ambiguous())
+    /// This store instance's batches: their connection and chain (see ``BatchSession``), one call at a time.
+    let batchSession = Mutex(BatchSession())
+    let batchTurn = AsyncTurn()
+    /// The session of ``batchSession`` in `writer_marks`.
+    let sessionID = UUID().uuidString
 
     private struct Lifecycle {
         enum Phase {
@@ -271,6 +277,7 @@ public final class PostgresTaskStore: TaskStoreBackend, Service {
                         self.setOpen()
                         await self.stopSignal.wait()
                         changes.close()
+                        await self.closeBatchConnection()
                         group.cancelAll()
                     }
                 } onCancel: {
@@ -281,6 +288,7 @@ public final class PostgresTaskStore: TaskStoreBackend, Service {
             }
         } catch {
             outcome = Self.storeError(error, location: location)
+            await closeBatchConnection()
             end(outcome)
             throw outcome
         }
@@ -291,10 +299,21 @@ public final class PostgresTaskStore: TaskStoreBackend, Service {
     private func open() async throws {
         let migrator = PostgresMigrator(names: names, migrations: PostgresMigration.embedded, location: location)
         let configuration = configuration
+        let names = names
         try await withCallDeadline(configuration.openTimeout, opening: true) { connection in
             try await migrator.prepare(
                 connection: connection, logger: self.logger, create: configuration.createIfMissing,
                 readOnly: configuration.readOnly)
+            guard !configuration.readOnly else { return }
+            // The marks of writer sessions silent for a week (stores that ended without a word): a lost answer is
+            // settled within seconds of the server answering again.
+            let cutoff = Date().addingTimeInterval(-7 * 86_400).storedMilliseconds
+            try await connection.query(
+                PostgresQuery(
+                    unsafeSQL: """
+                        WITH gone AS (DELETE FROM \(names.writerMarks) WHERE written_at < $1 RETURNING session)
+                        DELETE FROM \(names.writerOutcomes) WHERE session IN (SELECT session FROM gone)
+                        """, binds: bindings(cutoff)), logger: self.logger)
         }
     }
 
@@ -441,6 +460,12 @@ public final class PostgresTaskStore: TaskStoreBackend, Service {
         client.options.minimumConnections = 0
         client.options.connectTimeout = configuration.connectTimeout
         client.options.connectionIdleTimeout = .seconds(60)
+        client.options.additionalStartupParameters = startupParameters(configuration, names: names)
+        return client
+    }
+
+    /// What every session of the store sets when it connects.
+    static func startupParameters(_ configuration: Configuration, names: PostgresNames) -> [(String, String)] {
         let components = configuration.callTimeout.components
         let timeout = max(1, Int(components.seconds * 1_000 + components.attoseconds / 1_000_000_000_000_000))
         var parameters = [
@@ -454,11 +479,10 @@ public final class PostgresTaskStore: TaskStoreBackend, Service {
             ("tcp_user_timeout", "\(timeout)"),
         ]
         if configuration.readOnly { parameters.append(("default_transaction_read_only", "on")) }
-        // The store's schema first: the statement prepared once per connection names its tables unqualified
-        // (``OneStatementBatch``); every other statement qualifies them.
+        // The store's schema first: the batch procedure (``BatchCall``) and its body name their tables unqualified;
+        // every other statement qualifies them.
         parameters.append(("search_path", "\(names.quoted), public"))
-        client.options.additionalStartupParameters = parameters
-        return client
+        return parameters
     }
 
     // MARK: Running SQL
@@ -695,6 +719,8 @@ struct PostgresNames: Sendable {
     }
 
     var tasks: String { "\(quoted).tasks" }
+    var writerMarks: String { "\(quoted).writer_marks" }
+    var writerOutcomes: String { "\(quoted).writer_outcomes" }
     var events: String { "\(quoted).events" }
     var owners: String { "\(quoted).owners" }
     var controlRequests: String { "\(quoted).control_requests" }
