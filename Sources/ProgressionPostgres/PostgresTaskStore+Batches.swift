@@ -382,8 +382,7 @@ extension PostgresTaskStore {
                 }
                 return (connection, BatchSession.Backend(pid: backend.0, start: backend.1))
             } catch {
-                let closing: EventLoopFuture<Void> = connection.close()
-                closing.whenComplete { _ in }
+                Self.close(connection)
                 throw error
             }
         }
@@ -394,8 +393,7 @@ extension PostgresTaskStore {
             return true
         }
         guard kept else {
-            let closing: EventLoopFuture<Void> = opened.0.close()
-            closing.whenComplete { _ in }
+            Self.close(opened.0)
             throw TaskStoreError(.cannotOpen, path: location, message: "the store was closed")
         }
         return opened
@@ -410,8 +408,7 @@ extension PostgresTaskStore {
             }
             return state.connection
         }
-        let closing: EventLoopFuture<Void>? = connection?.close()
-        closing?.whenComplete { _ in }
+        if let connection { Self.close(connection) }
     }
 
     /// Closes the batch connection for good (the store ends).
@@ -428,6 +425,13 @@ extension PostgresTaskStore {
         _ = try? await closing?.get()
     }
 
+    /// Closes a connection of the store's own (not the pool's) without waiting; the connection is kept until it is
+    /// closed (postgres-nio requires a connection to be closed before it is released).
+    static func close(_ connection: PostgresConnection) {
+        let closing: EventLoopFuture<Void> = connection.close()
+        closing.whenComplete { _ in withExtendedLifetime(connection) {} }
+    }
+
     /// Runs `body` within the call's deadline; past it, `closing` (the batch connection) is closed, which fails its
     /// statement at once, and the call fails. The caller is resumed by the deadline itself, not by the end of `body`
     /// (see ``withCallDeadline``'s note).
@@ -437,8 +441,7 @@ extension PostgresTaskStore {
         let outcome = CallOutcome<T>()
         let timeout = configuration.callTimeout
         @Sendable func close() {
-            let closing: EventLoopFuture<Void>? = connection?.close()
-            closing?.whenComplete { _ in }
+            if let connection { Self.close(connection) }
         }
         let work = Task {
             do {
