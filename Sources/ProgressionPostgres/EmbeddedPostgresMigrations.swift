@@ -217,9 +217,9 @@ extension PostgresMigration {
             -- by p_owner, or (those in p_guarded) still be unowned with the status the writer read: the rows of the others are not
             -- written, nor their events (fencing). Inserts are one array per column of tasks; updates carry each row's column set
             -- as a mask (TaskColumns' bits) and every changeable column, written only where its bit is set. A batch whose
-            -- p_after is not the session's last committed batch (one sent behind a batch that failed) writes nothing and answers
-            -- r_applied = false. Answers the ids it did not write: rejected (fenced) and conflicting (an insert whose identity
-            -- exists).
+            -- p_after is not the session's last committed batch writes nothing and answers r_applied = false; the mark's row is
+            -- locked from that check to the commit, and it only moves forward. Answers the ids it did not write: rejected
+            -- (fenced) and conflicting (an insert whose identity exists).
             --
             -- The plan of the statement is made by PL/pgSQL once per session (and again when the server invalidates it), generic
             -- and with index access only, whatever the table's statistics say at that moment: a generic plan made while a new
@@ -245,7 +245,7 @@ extension PostgresMigration {
             LANGUAGE plpgsql AS $body$
             BEGIN
                 PERFORM set_config('enable_seqscan', 'off', true), set_config('plan_cache_mode', 'force_generic_plan', true);
-                r_applied := coalesce((SELECT m.batch FROM writer_marks m WHERE m.session = p_session), 0) = p_after;
+                r_applied := coalesce((SELECT m.batch FROM writer_marks m WHERE m.session = p_session FOR UPDATE), 0) = p_after;
                 IF NOT r_applied THEN
                     r_rejected := '{}';
                     r_conflicting := '{}';
@@ -319,7 +319,8 @@ extension PostgresMigration {
                         WHERE r.root_id IN (SELECT a.id FROM allowed a) AND r.id NOT IN (SELECT x.id FROM ins x) ORDER BY r.n)
                 INTO r_rejected, r_conflicting;
                 INSERT INTO writer_marks (session, batch, written_at) VALUES (p_session, p_batch, p_now)
-                    ON CONFLICT (session) DO UPDATE SET batch = EXCLUDED.batch, written_at = EXCLUDED.written_at;
+                    ON CONFLICT (session) DO UPDATE SET batch = EXCLUDED.batch, written_at = EXCLUDED.written_at
+                    WHERE writer_marks.batch < EXCLUDED.batch;
                 IF cardinality(r_rejected) > 0 OR cardinality(r_conflicting) > 0 THEN
                     INSERT INTO writer_outcomes (session, batch, rejected, conflicting)
                         VALUES (p_session, p_batch, r_rejected, r_conflicting);

@@ -141,7 +141,8 @@ struct PostgresMigrator {
 
     /// The statements of a migration file, one by one (a prepared statement takes one): comments (`--` to the end of
     /// the line) removed, split at each `;` outside dollar quotes (`$tag$ … $tag$`, a procedure's body). Migration files
-    /// keep `--` and `;` out of their string literals, and `--` out of dollar-quoted bodies but as a comment.
+    /// keep `--` and `;` out of their string literals, `--` out of dollar-quoted bodies but as a comment, and `$` out of
+    /// identifiers and of string literals (either would be taken for a dollar quote).
     static func statements(of sql: String) -> [String] {
         let code = sql.split(separator: "\n", omittingEmptySubsequences: false).map { line -> Substring in
             guard let comment = line.range(of: "--") else { return line }

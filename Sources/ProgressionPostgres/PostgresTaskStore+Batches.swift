@@ -166,10 +166,16 @@ struct BatchSession: Sendable {
     mutating func failed(_ batch: Int64) {
         if tail >= batch { tail = committed }
     }
+
+    /// The server's mark is `mark` while no batch of the session can still commit: the chain goes on from it.
+    mutating func resynchronized(mark: Int64) {
+        tail = mark
+        committed = mark
+    }
 }
 
-/// Serves callers one at a time, in the order they came (an async lock without cancellation: its holders are bounded
-/// by the call's deadline).
+/// Serves callers one at a time, in the order they came (an async lock without cancellation: a holder's calls each
+/// have a deadline, so a batch holds it for a few call timeouts at most once the store is open).
 final class AsyncTurn: Sendable {
     private let state = Mutex<(busy: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
 
@@ -200,7 +206,8 @@ final class AsyncTurn: Sendable {
 }
 
 extension PostgresTaskStore {
-    /// Writes `batch` (which ``BatchCall/fits(_:)``) in one call on the batch connection, within the call's deadline.
+    /// Writes `batch` (which ``BatchCall/fits(_:)``) in one call on the batch connection, within the call's deadline;
+    /// called in the store's turn (``apply(_:)``), after earlier lost answers were settled.
     ///
     /// The call commits inside the procedure, before it answers: a statement in an implicit transaction answers
     /// before its commit (at Sync), and a backend terminated in between would send that answer and then abort.
@@ -210,15 +217,19 @@ extension PostgresTaskStore {
     /// from the session's mark, once its backend is gone (``batchStatus(_:)``): a batch that committed is returned
     /// as written, with the refusals its outcome kept; one that did not is an error (the executor sends it again). When
     /// the server cannot say yet, the batch is recorded as ``Ambiguous`` and the next one asks first.
+    ///
+    /// A batch the procedure refuses because the session's mark is not the batch before it (the mark was removed: a
+    /// store that opens removes the marks of sessions silent for a week) goes on from the mark the server has, once.
     func applyInOneCall(_ batch: TaskBatch) async throws -> TaskBatchResult {
-        try await batchTurn.run {
-            try await opened()
+        try await opened()
+        for attempt in 1...2 {
             let numbers = batchSession.withLock { $0.number() }
             let call: BatchCall
             let connection: (PostgresConnection, BatchSession.Backend)
             do {
                 call = try BatchCall(batch, numbers: numbers, session: sessionID, now: Date(), store: self)
                 connection = try await batchConnection()
+                try Task.checkCancellation()
             } catch {
                 // Nothing was sent.
                 batchSession.withLock { $0.failed(numbers.batch) }
@@ -242,15 +253,24 @@ extension PostgresTaskStore {
                     of: call, numbers: numbers, backend: connection.1, error: Self.storeError(error, location: location))
             }
             let (applied, rejected, conflicting) = answer
-            guard applied else {
-                // Sent behind a batch that did not commit (that one's failure reset the chain already).
-                batchSession.withLock { $0.failed(numbers.batch) }
-                throw TaskStoreError(
-                    .unavailable, path: location, message: "the batch before this one did not commit; it is sent again")
+            if applied {
+                batchSession.withLock { $0.committed(numbers.batch) }
+                return call.result(rejected: rejected, conflicting: conflicting)
             }
-            batchSession.withLock { $0.committed(numbers.batch) }
-            return call.result(rejected: rejected, conflicting: conflicting)
+            // Every earlier batch of the session is settled (the turn): the server's mark is where the chain stands.
+            let mark = try await read { [self] connection in
+                try await rows(
+                    "SELECT batch FROM \(names.writerMarks) WHERE session = $1", bindings(sessionID), connection: connection
+                ) { try $0.decode(Int64.self) }.first
+            }
+            logger.notice(
+                "the session's mark was not the last batch it wrote; going on from the server's",
+                metadata: ["expected": "\(numbers.after)", "mark": "\(mark.map(String.init) ?? "none")"])
+            batchSession.withLock { $0.resynchronized(mark: mark ?? 0) }
+            guard attempt == 1 else { break }
         }
+        throw TaskStoreError(
+            .unavailable, path: location, message: "the session's mark does not follow its batches; the batch is sent again")
     }
 
     /// A batch call ended without a usable answer: its connection is closed, and the session's mark says whether it
@@ -293,6 +313,11 @@ extension PostgresTaskStore {
     /// session's mark says, and its outcome gives what it refused. `nil`: not known (no answer from the server, or the
     /// backend did not end within the call's deadline).
     func batchStatus(_ mark: BatchSession.Mark) async -> BatchStatus? {
+        // In a task of its own: a caller cancelled meanwhile (a shutdown) still ends the backend and reads the mark.
+        await Task { await self.endBackendAndReadMark(mark) }.value
+    }
+
+    private func endBackendAndReadMark(_ mark: BatchSession.Mark) async -> BatchStatus? {
         let deadline = ContinuousClock.now + configuration.callTimeout
         var wait = Duration.milliseconds(5)
         var signalled = false
@@ -366,9 +391,19 @@ extension PostgresTaskStore {
         }
         let configuration = try Self.batchConnectionConfiguration(self.configuration, names: names)
         let logger = logger
-        let opened = try await withBatchDeadline(closing: nil) {
+        // A connection that opens after the deadline is closed by whichever side comes last.
+        let handoff = Mutex<(connection: PostgresConnection?, abandoned: Bool)>((nil, false))
+        let opening = Task { () throws -> (PostgresConnection, BatchSession.Backend) in
             let connection = try await PostgresConnection.connect(
                 configuration: configuration, id: -id, logger: logger)
+            let abandoned = handoff.withLock { state -> Bool in
+                if !state.abandoned { state.connection = connection }
+                return state.abandoned
+            }
+            if abandoned {
+                Self.close(connection)
+                throw CallDeadlineExceeded()
+            }
             do {
                 let backend = try await connection.query(
                     """
@@ -385,6 +420,18 @@ extension PostgresTaskStore {
                 Self.close(connection)
                 throw error
             }
+        }
+        let opened: (PostgresConnection, BatchSession.Backend)
+        do {
+            opened = try await withBatchDeadline(closing: nil) { try await opening.value }
+        } catch {
+            opening.cancel()
+            let late = handoff.withLock { state -> PostgresConnection? in
+                state.abandoned = true
+                return state.connection
+            }
+            if let late { Self.close(late) }
+            throw error
         }
         let kept = batchSession.withLock { state -> Bool in
             guard !state.closed else { return false }

@@ -45,26 +45,30 @@ extension PostgresTaskStore {
             """
     }
 
+    /// Writes a batch: one at a time for the store, each after the earlier ones whose answer was lost are settled, so
+    /// that nothing written earlier by this store can still commit while a batch is on its way.
     package func apply(_ batch: TaskBatch) async throws -> TaskBatchResult {
         guard !batch.isEmpty else { return TaskBatchResult() }
-        let (batch, used) = try await settleAmbiguousBatches(batch)
-        let result: TaskBatchResult
-        if BatchCall.fits(batch) {
-            result = try await applyInOneCall(batch)
-        } else {
-            let inserted = Set(batch.inserts.map(\.id))
-            let events = batch.events
-            let pending: @Sendable (Int64, TaskBatchResult) -> Void = { xid, _ in
-                self.ambiguous.withLock {
-                    $0.batches.append(Ambiguous.Batch(commit: .transaction(xid), inserted: inserted, events: events))
+        return try await batchTurn.run {
+            let (batch, used) = try await settleAmbiguousBatches(batch)
+            let result: TaskBatchResult
+            if BatchCall.fits(batch) {
+                result = try await applyInOneCall(batch)
+            } else {
+                let inserted = Set(batch.inserts.map(\.id))
+                let events = batch.events
+                let pending: @Sendable (Int64, TaskBatchResult) -> Void = { xid, _ in
+                    self.ambiguous.withLock {
+                        $0.batches.append(Ambiguous.Batch(commit: .transaction(xid), inserted: inserted, events: events))
+                    }
+                }
+                result = try await write(notify: true, pending: pending) { [self] connection in
+                    try await self.apply(batch, connection: connection)
                 }
             }
-            result = try await write(notify: true, pending: pending) { [self] connection in
-                try await self.apply(batch, connection: connection)
-            }
+            if !used.isEmpty { ambiguous.withLock { $0.stored.remove(used) } }
+            return result
         }
-        if !used.isEmpty { ambiguous.withLock { $0.stored.remove(used) } }
-        return result
     }
 
     /// Asks whether the batches whose commit went unanswered committed (see ``Ambiguous``) and adapts `batch`, the

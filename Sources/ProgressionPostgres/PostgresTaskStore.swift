@@ -306,7 +306,8 @@ public final class PostgresTaskStore: TaskStoreBackend, Service {
                 readOnly: configuration.readOnly)
             guard !configuration.readOnly else { return }
             // The marks of writer sessions silent for a week (stores that ended without a word): a lost answer is
-            // settled within seconds of the server answering again.
+            // settled within seconds of the server answering again, and a live session whose mark went goes on from
+            // none (``applyInOneCall``).
             let cutoff = Date().addingTimeInterval(-7 * 86_400).storedMilliseconds
             try await connection.query(
                 PostgresQuery(

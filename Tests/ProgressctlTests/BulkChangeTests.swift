@@ -220,7 +220,8 @@ import ProgressionOperator
             while !Task.isCancelled {
                 // Cancelling this loop interrupts a store call: that ends it.
                 guard let requests = try? await store.pendingControlRequests(for: "service") else { break }
-                for request in requests where requests.count + handled.count == 5 {
+                let allQueued = requests.count + handled.count == 5
+                for request in requests where allQueued {
                     let outcome = request.taskID == "live-3" ? "the task is at a step that cannot stop" : "applied"
                     guard (try? await store.completeControlRequest(id: request.id, outcome: outcome, at: Date())) != nil
                     else { break }
