@@ -22,6 +22,10 @@ struct PostgresMigration: Sendable, Hashable {
 struct PostgresMigrator {
     let names: PostgresNames
     let migrations: [PostgresMigration]
+    /// How long the server lets a migration's transaction wait between its statements (the store's open timeout: a
+    /// store's sessions otherwise end a transaction idle for twice the call timeout, and a loaded client can pause that
+    /// long between two statements of a migration).
+    var idleInTransactionLimit: Duration = .seconds(120)
     let location: String
 
     /// Checks the schema and applies what is pending; with `readOnly`, only checks (pending migrations are refused).
@@ -37,6 +41,11 @@ struct PostgresMigrator {
         do {
             // A migration may rewrite a large table: the store's statement timeout is for its calls, not for this.
             try await connection.query("SET LOCAL statement_timeout = 0", logger: logger)
+            let idle = idleInTransactionLimit.components
+            let milliseconds = max(1, idle.seconds * 1_000 + idle.attoseconds / 1_000_000_000_000_000)
+            try await connection.query(
+                PostgresQuery(unsafeSQL: "SET LOCAL idle_in_transaction_session_timeout = \(milliseconds)"),
+                logger: logger)
             let applied = try await stepInTransaction(connection, logger: logger, create: create, readOnly: readOnly)
             try await connection.query(applied == nil ? "ROLLBACK" : "COMMIT", logger: logger)
             return applied

@@ -297,7 +297,9 @@ public final class PostgresTaskStore: TaskStoreBackend, Service {
 
     /// Connects and migrates, within the open timeout.
     private func open() async throws {
-        let migrator = PostgresMigrator(names: names, migrations: PostgresMigration.embedded, location: location)
+        let migrator = PostgresMigrator(
+            names: names, migrations: PostgresMigration.embedded, idleInTransactionLimit: configuration.openTimeout,
+            location: location)
         let configuration = configuration
         let names = names
         try await withCallDeadline(configuration.openTimeout, opening: true) { connection in
@@ -308,8 +310,9 @@ public final class PostgresTaskStore: TaskStoreBackend, Service {
             // The marks of writer sessions silent for a week (stores that ended without a word): a lost answer is
             // settled within seconds of the server answering again, and a live session whose mark went goes on from
             // none (``applyInOneCall``).
+            // Housekeeping: a store opens all the same when it fails (a statement timeout on a loaded server).
             let cutoff = Date().addingTimeInterval(-7 * 86_400).storedMilliseconds
-            try await connection.query(
+            _ = try? await connection.query(
                 PostgresQuery(
                     unsafeSQL: """
                         WITH gone AS (DELETE FROM \(names.writerMarks) WHERE written_at < $1 RETURNING session)

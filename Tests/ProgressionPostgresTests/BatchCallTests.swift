@@ -141,7 +141,15 @@ struct BatchCallTests {
                 #expect(error?.reason == .unavailable)
                 #expect(store.ambiguous.withLock { $0.batches.count } == 1)
                 proxy.heal()
-                let result = try await store.apply(batch)
+                // Sent again as the executor sends it, until the server answers (the pool connects again after the
+                // cut with a backoff of its own): each try asks about the lost batch first, and sends nothing until
+                // it knows.
+                var answered: TaskBatchResult?
+                try await poll("the batch sent again to be written", timeout: .seconds(120), every: .milliseconds(200)) {
+                    answered = try? await store.apply(batch)
+                    return answered != nil
+                }
+                let result = try #require(answered)
                 #expect(result.conflictingTaskIDs.isEmpty && result.rejectedTaskIDs.isEmpty, "\(result)")
                 #expect(try await observer.events(of: "r.1").filter { $0.kind == .created }.count == 1)
                 #expect(store.ambiguous.withLock { $0.stored.isEmpty && $0.batches.isEmpty })
