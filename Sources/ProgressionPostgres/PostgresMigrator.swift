@@ -27,10 +27,41 @@ struct PostgresMigrator {
     /// long between two statements of a migration).
     var idleInTransactionLimit: Duration = .seconds(120)
     let location: String
+    /// Runs after each migration's `BEGIN`: a test stands for a client that pauses there (a loaded machine).
+    var afterBegin: (@Sendable () async -> Void)?
 
     /// Checks the schema and applies what is pending; with `readOnly`, only checks (pending migrations are refused).
+    ///
+    /// The session's limits are lifted for the migrations and put back after, set outside any transaction: a limit set
+    /// inside one (`SET LOCAL`) comes too late when the client pauses between `BEGIN` and it, and a session the server
+    /// ends while idle in a transaction leaves the connection's next statement unanswered (postgres-nio 1.33.2, here:
+    /// `aMigrationOutlivesAClientThatPausesInItsTransaction`), until the open's deadline.
     func prepare(connection: PostgresConnection, logger: Logger, create: Bool, readOnly: Bool) async throws {
-        while try await step(connection, logger: logger, create: create, readOnly: readOnly) != nil {}
+        let saved = try await connection.query(
+            "SELECT current_setting('statement_timeout'), current_setting('idle_in_transaction_session_timeout')",
+            logger: logger
+        ).collect().first.map { try $0.decode((String, String).self) }
+        let idle = idleInTransactionLimit.components
+        let milliseconds = max(1, idle.seconds * 1_000 + idle.attoseconds / 1_000_000_000_000_000)
+        // A migration may rewrite a large table: the store's statement timeout is for its calls, not for this.
+        try await setLimits(statement: "0", idle: "\(milliseconds)", connection: connection, logger: logger)
+        do {
+            while try await step(connection, logger: logger, create: create, readOnly: readOnly) != nil {}
+        } catch {
+            if let saved { try? await setLimits(statement: saved.0, idle: saved.1, connection: connection, logger: logger) }
+            throw error
+        }
+        if let saved { try await setLimits(statement: saved.0, idle: saved.1, connection: connection, logger: logger) }
+    }
+
+    private func setLimits(statement: String, idle: String, connection: PostgresConnection, logger: Logger) async throws {
+        try await connection.query(
+            PostgresQuery(
+                unsafeSQL: """
+                    SELECT set_config('statement_timeout', $1, false),
+                           set_config('idle_in_transaction_session_timeout', $2, false)
+                    """, binds: bindings(statement, idle)),
+            logger: logger)
     }
 
     /// Applies the next pending migration in one transaction; returns its identifier, or `nil` when none is pending.
@@ -39,13 +70,7 @@ struct PostgresMigrator {
     {
         try await connection.query("BEGIN", logger: logger)
         do {
-            // A migration may rewrite a large table: the store's statement timeout is for its calls, not for this.
-            try await connection.query("SET LOCAL statement_timeout = 0", logger: logger)
-            let idle = idleInTransactionLimit.components
-            let milliseconds = max(1, idle.seconds * 1_000 + idle.attoseconds / 1_000_000_000_000_000)
-            try await connection.query(
-                PostgresQuery(unsafeSQL: "SET LOCAL idle_in_transaction_session_timeout = \(milliseconds)"),
-                logger: logger)
+            await afterBegin?()
             let applied = try await stepInTransaction(connection, logger: logger, create: create, readOnly: readOnly)
             try await connection.query(applied == nil ? "ROLLBACK" : "COMMIT", logger: logger)
             return applied

@@ -88,6 +88,36 @@ struct PostgresSchemaTests {
                 == Int64(PostgresMigration.embedded.count))
     }
 
+    /// A client that pauses inside a migration's transaction longer than its session lets a transaction sit idle (a
+    /// store's sessions end one idle for twice the call timeout; a loaded machine pauses that long): the migrations
+    /// lift the limit for their transactions, complete, and leave the session's limits as they found them. Without
+    /// it, the server ends the session and the connection's next statement is never answered.
+    @Test func aMigrationOutlivesAClientThatPausesInItsTransaction() async throws {
+        let store = try await Self.open("scratch")
+        defer { Task { await store.close() } }
+        var pausing = PostgresMigrator(
+            names: try PostgresNames(schema: Self.schemaName("paused")), migrations: PostgresMigration.embedded,
+            idleInTransactionLimit: .seconds(60), location: "test")
+        pausing.afterBegin = { try? await Task.sleep(for: .milliseconds(400)) }
+        let migrator = pausing
+        let limits = try await within(.seconds(120), "the migrations") {
+            try await store.client.withConnection { connection in
+                try await connection.query(
+                    "SELECT set_config('idle_in_transaction_session_timeout', '100', false), set_config('statement_timeout', '5000', false)",
+                    logger: store.logger)
+                try await migrator.prepare(connection: connection, logger: store.logger, create: true, readOnly: false)
+                return try await connection.query(
+                    "SELECT current_setting('idle_in_transaction_session_timeout'), current_setting('statement_timeout')",
+                    logger: store.logger
+                ).collect().first.map { try $0.decode((String, String).self) }
+            }
+        }
+        #expect(limits?.0 == "100ms" && limits?.1 == "5s", "\(String(describing: limits))")
+        #expect(
+            try await Self.count("SELECT count(*) FROM \"\(migrator.names.schema)\".schema_migrations")
+                == Int64(PostgresMigration.embedded.count))
+    }
+
     /// Each index of migrations/postgres serves the query named beside it.
     @Test(arguments: [
         // A claim's own reads: of a dead owner's roots, and of the unowned ones (of some kinds).
