@@ -8,7 +8,7 @@
 /// - Throws: ``TestFailure`` ("timed out waiting for `what`") once `timeout` has passed without `condition` holding,
 ///   or what `condition` throws.
 public func poll(
-    _ what: String, timeout: Duration = .seconds(30), every interval: Duration = .milliseconds(20),
+    _ what: String, timeout: Duration = .seconds(120), every interval: Duration = .milliseconds(20),
     _ condition: () async throws -> Bool
 ) async throws {
     let deadline = ContinuousClock.now + timeout
@@ -27,7 +27,7 @@ public func poll(
 ///
 /// - Throws: What `condition` throws.
 public func eventually(
-    timeout: Duration = .seconds(10), every interval: Duration = .milliseconds(20),
+    timeout: Duration = .seconds(120), every interval: Duration = .milliseconds(20),
     _ condition: () async throws -> Bool
 ) async rethrows -> Bool {
     let deadline = ContinuousClock.now + timeout

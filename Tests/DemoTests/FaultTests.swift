@@ -166,7 +166,7 @@ struct FaultTests {
     /// Runs a program of the system to its end (at most `timeout`); its output goes to files in `temp`.
     static func runTool(
         _ executable: String, _ arguments: [String], in temp: TemporaryDirectory,
-        environment: [String: String?] = [:], timeout: Duration = .seconds(20)
+        environment: [String: String?] = [:], timeout: Duration = .seconds(120)
     ) async throws -> ChildProcess.Outcome {
         try await ChildProcess(
             URL(fileURLWithPath: executable), arguments, output: .files(in: temp.path), environment: environment

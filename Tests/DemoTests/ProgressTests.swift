@@ -63,7 +63,7 @@ struct ProgressTests {
         #expect(finished?.progress == 1)
         #expect(zip(seen, seen.dropFirst()).allSatisfy { $0 <= $1 }, "monotone: \(seen)")
 
-        #expect(try await watch.waitForExit(timeout: .seconds(30)) == 0, "\(watch.stderr)")
+        #expect(try await watch.waitForExit(timeout: .seconds(120)) == 0, "\(watch.stderr)")
         let lines = try watch.stdout.split(separator: "\n").map { line in
             try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
         }
@@ -78,6 +78,6 @@ struct ProgressTests {
             .filter { $0.taskID == jobID }.compactMap(\.progress)
         #expect(zip(samples, samples.dropFirst()).allSatisfy { $0 <= $1 }, "\(samples)")
         service.signal(SIGTERM)
-        #expect(try await service.waitForExit(timeout: .seconds(20)) == 0)
+        #expect(try await service.waitForExit(timeout: .seconds(120)) == 0)
     }
 }

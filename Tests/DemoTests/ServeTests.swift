@@ -33,7 +33,7 @@ struct ServeTests {
         try await poll("the completion to be logged") { service.stderr.contains("job completed") }
 
         service.signal(SIGTERM)
-        #expect(try await service.waitForExit(timeout: .seconds(20)) == 0)
+        #expect(try await service.waitForExit(timeout: .seconds(120)) == 0)
         #expect(service.stderr.contains("stopped"))
     }
 
@@ -67,7 +67,7 @@ struct ServeTests {
         let loggedIDs = Set(ids.filter { id in logged.contains { $0.contains("job=\(id)") } })
         #expect(loggedIDs == ids)
         service.signal(SIGTERM)
-        #expect(try await service.waitForExit(timeout: .seconds(20)) == 0)
+        #expect(try await service.waitForExit(timeout: .seconds(120)) == 0)
         await store.close()
     }
 
@@ -82,13 +82,13 @@ struct ServeTests {
         try lock.execute("BEGIN EXCLUSIVE")
 
         let service = try ChildProcess("progression-demo", ["serve", "--db", db], in: temp)
-        try await poll("serve to catch SIGTERM", timeout: .seconds(10)) {
+        try await poll("serve to catch SIGTERM", timeout: .seconds(120)) {
             Self.catches(SIGTERM, pid: service.pid) || !service.isRunning
         }
         #expect(!service.stderr.contains("serving checksum jobs"), "still starting: \(service.stderr)")
         service.signal(SIGTERM)
         try lock.execute("COMMIT")
-        #expect(try await service.waitForExit(timeout: .seconds(30)) == 0, "\(service.stderr)")
+        #expect(try await service.waitForExit(timeout: .seconds(120)) == 0, "\(service.stderr)")
         #expect(service.stderr.contains("stopped"))
     }
 

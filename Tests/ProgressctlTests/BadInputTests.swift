@@ -96,7 +96,7 @@ import Testing
 
         try input.writing.close()
         // Its input closed, sqlite3 ends and releases the lock.
-        try await holder.waitForExit(timeout: .seconds(10))
+        try await holder.waitForExit(timeout: .seconds(120))
         #expect(try await rows(of: fixture) == rowsBefore)
     }
 
@@ -133,7 +133,7 @@ import Testing
 func runSQLite(_ path: String, _ sql: String, in directory: TemporaryDirectory) async throws -> String {
     let sqlite3 = try ChildProcess(
         URL(fileURLWithPath: "/usr/bin/env"), ["sqlite3", path, sql], output: .files(in: directory.path))
-    let result = try await sqlite3.outcome(timeout: .seconds(10))
+    let result = try await sqlite3.outcome(timeout: .seconds(120))
     try #require(result.status == 0, "sqlite3 failed on \(sql)")
     return result.stdout
 }

@@ -29,7 +29,7 @@ import Testing
         try await fixture.store.insert(records, events: [])
         for command in [["list", "--limit", "3000"], ["list", "--limit", "3000", "--json"]] {
             let child = try Self.pipedChild(try CLI.requireBinary(), ["--db", fixture.path] + command, stderrToo: false)
-            #expect(try await child.waitForEnd(timeout: .seconds(20)) == .exited(0), "\(command)")
+            #expect(try await child.waitForEnd(timeout: .seconds(120)) == .exited(0), "\(command)")
         }
     }
 
@@ -41,7 +41,7 @@ import Testing
         // Its log goes to the pipe whose reader is gone: the first line meets EPIPE.
         let service = try Self.pipedChild(demo, ["serve", "--db", database, "--concurrency", "1"], stderrToo: true)
         defer { if service.isRunning { service.signal(SIGTERM) } }
-        let started = try await eventually(timeout: .seconds(20)) {
+        let started = try await eventually(timeout: .seconds(120)) {
             guard FileManager.default.fileExists(atPath: database) else { return false }
             var configuration = SQLiteTaskStore.Configuration()
             configuration.readOnly = true
@@ -58,12 +58,12 @@ import Testing
         #expect(submitted.status == 0, "\(submitted.stderr)")
         let jobID = submitted.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
         let store = try SQLiteTaskStore(path: database)
-        let completed = try await eventually(timeout: .seconds(20)) {
+        let completed = try await eventually(timeout: .seconds(120)) {
             try await store.task(id: jobID)?.status == .completed
         }
         #expect(completed, "the service ran the job")
         #expect(service.isRunning, "a broken pipe does not kill the service")
         service.signal(SIGINT)
-        #expect(try await service.waitForEnd(timeout: .seconds(20)) == .exited(0), "Ctrl-C stops it gracefully")
+        #expect(try await service.waitForEnd(timeout: .seconds(120)) == .exited(0), "Ctrl-C stops it gracefully")
     }
 }

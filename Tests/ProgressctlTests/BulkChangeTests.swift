@@ -147,7 +147,7 @@ import ProgressionOperator
         let declined = try terminal.start(["--db", fixture.path, "cancel", "--kind", "export"])
         #expect(await terminal.waitForOutput { $0.contains("cancel 1 task (1 pending)? [y/N] ") }, "\(terminal.output)")
         terminal.type("n\n")
-        #expect(try await declined.waitForExit(timeout: .seconds(20)) == 1)
+        #expect(try await declined.waitForExit(timeout: .seconds(120)) == 1)
         #expect(terminal.output.contains("not confirmed; nothing was changed"))
         #expect(try await statuses(fixture)["exp-1"] == .pending)
 
@@ -156,7 +156,7 @@ import ProgressionOperator
         let confirmed = try second.start(["--db", fixture.path, "cancel", "--kind", "export"])
         #expect(await second.waitForOutput { $0.contains("[y/N] ") })
         second.type("y\n")
-        #expect(try await confirmed.waitForExit(timeout: .seconds(20)) == 0, "\(second.output)")
+        #expect(try await confirmed.waitForExit(timeout: .seconds(120)) == 0, "\(second.output)")
         #expect(await second.waitForOutput { $0.contains("cancelled 1 of 1 task") }, "\(second.output)")
         #expect(try await statuses(fixture)["exp-1"] == .cancelled)
     }

@@ -41,7 +41,7 @@ import ProgressionOperator
             let terminal = try PseudoTerminal(rows: 24, columns: 120)
             defer { terminal.close() }
             let process = try terminal.start(["--db", fixture.path] + flags + command, environment: environment)
-            #expect(try await process.waitForExit(timeout: .seconds(20)) == 0)
+            #expect(try await process.waitForExit(timeout: .seconds(120)) == 0)
             #expect(await terminal.waitForOutput { $0.contains(marker) }, "\(command): \(terminal.output)")
             let output = terminal.output
             #expect(output.contains(Self.red) == coloured, "\(command) \(flags) \(environment): \(output)")

@@ -192,7 +192,7 @@ enum OtherUser {
     static let runuser = "/usr/sbin/runuser"
 
     static func run(
-        _ user: String, _ arguments: [String], in directory: TemporaryDirectory, timeout: Duration = .seconds(20)
+        _ user: String, _ arguments: [String], in directory: TemporaryDirectory, timeout: Duration = .seconds(120)
     ) async throws -> ChildProcess.Outcome {
         try await ChildProcess(
             URL(fileURLWithPath: runuser), ["-u", user, "--", try CLI.requireBinary().path] + arguments,

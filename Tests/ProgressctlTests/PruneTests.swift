@@ -84,7 +84,7 @@ import Testing
                 fixture.path, ready, release,
             ], output: .files(in: fixture.directory.path))
         defer { if reader.isRunning { reader.signal(SIGKILL) } }
-        try await poll("the reader to hold its transaction", timeout: .seconds(30)) {
+        try await poll("the reader to hold its transaction", timeout: .seconds(120)) {
             FileManager.default.fileExists(atPath: ready) || !reader.isRunning
         }
         #expect(reader.isRunning, "the reader ended early: \(reader.stderr)")
@@ -94,7 +94,7 @@ import Testing
         #expect(result.stderr.contains("the write-ahead log was not truncated"), "\(result.stderr)")
         #expect(try await fixture.store.roots(TaskQuery()).map(\.id) == ["fresh"])
         #expect(FileManager.default.createFile(atPath: release, contents: nil))
-        #expect(try await reader.waitForExit(timeout: .seconds(30)) == 0, "\(reader.stderr)")
+        #expect(try await reader.waitForExit(timeout: .seconds(120)) == 0, "\(reader.stderr)")
     }
 
     @Test func vacuumShrinksTheFileAndItsLog() async throws {

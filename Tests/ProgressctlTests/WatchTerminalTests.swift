@@ -239,7 +239,7 @@ func insertSixHundredStepJob(into fixture: Fixture, id: String = "01a20337-07aa-
 
         // Ctrl-C: the terminal is given back as it was.
         watch.signal(SIGINT)
-        #expect(try await watch.waitForExit(timeout: .seconds(20)) == 130)
+        #expect(try await watch.waitForExit(timeout: .seconds(120)) == 130)
         #expect(await terminal.waitForOutput { $0.hasSuffix("\u{1B}[?25h\u{1B}[?1049l") }, "\(terminal.output.suffix(200))")
         #expect(!terminal.output.contains("\n"), "nothing is written outside the frames")
     }
@@ -258,7 +258,7 @@ func insertSixHundredStepJob(into fixture: Fixture, id: String = "01a20337-07aa-
                 (frame.range(of: "\u{1B}\\[[0-9;]*m", options: .regularExpression) != nil) == (noColor == nil),
                 "\(frame)")
             watch.signal(SIGTERM)
-            #expect(try await watch.waitForExit(timeout: .seconds(20)) == 143)
+            #expect(try await watch.waitForExit(timeout: .seconds(120)) == 143)
             terminal.close()
         }
     }
@@ -275,7 +275,7 @@ func insertSixHundredStepJob(into fixture: Fixture, id: String = "01a20337-07aa-
         record.finishedAt = Date()
         record.updatedAt = Date()
         try await fixture.store.apply(TaskBatch(records: [record])).checkApplied()
-        #expect(try await watch.waitForExit(timeout: .seconds(20)) == 0)
+        #expect(try await watch.waitForExit(timeout: .seconds(120)) == 0)
         let output = terminal.output
         let after = try #require(output.range(of: "\u{1B}[?1049l")).upperBound
         let summary = output[after...].split(separator: "\r\n").map {
@@ -292,7 +292,7 @@ func insertSixHundredStepJob(into fixture: Fixture, id: String = "01a20337-07aa-
         let watch = try terminal.start(["--db", fixture.path, "watch"])
         #expect(await terminal.waitForOutput { WatchRecording(output: $0).frames.count >= 1 })
         for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: fixture.path + suffix) }
-        #expect(try await watch.waitForExit(timeout: .seconds(20)) == 1)
+        #expect(try await watch.waitForExit(timeout: .seconds(120)) == 1)
         let output = terminal.output
         let after = try #require(output.range(of: "\u{1B}[?1049l")).upperBound
         #expect(

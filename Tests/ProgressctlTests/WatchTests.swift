@@ -33,7 +33,7 @@ import Testing
 
         try await finish("w1-a", .completed, in: fixture)
         try await finish("w1", .completed, in: fixture)
-        let result = try await watch.outcome(timeout: .seconds(10))
+        let result = try await watch.outcome(timeout: .seconds(120))
         #expect(result.status == 0, "\(result.stderr)")
         #expect(lines(result.stdout) == ["w1 running 10% load", "w1 running 50% parse", "w1 completed 100% parse"])
         #expect(!result.stdout.contains("\u{1B}["), "no redraw without a terminal")
@@ -49,7 +49,7 @@ import Testing
         let watch = try CLI.start(["--db", fixture.path, "watch", "d1"], in: fixture.directory)
         #expect(await eventually { watch.stdout.contains("d1 scheduled ") }, "\(watch.stdout)")
         try await finish("d1", .completed, in: fixture)
-        let result = try await watch.outcome(timeout: .seconds(10))
+        let result = try await watch.outcome(timeout: .seconds(120))
         #expect(result.status == 0, "\(result.stderr)")
         #expect(lines(result.stdout).first?.hasPrefix("d1 scheduled ") == true, "\(result.stdout)")
     }
@@ -65,7 +65,7 @@ import Testing
         #expect(await eventually { watch.stdout.contains("w2-a running 70% -\n") }, "\(watch.stdout)")
         try await finish("w2-a", .completed, in: fixture)
         try await finish("w2", .completed, in: fixture)
-        let result = try await watch.outcome(timeout: .seconds(10))
+        let result = try await watch.outcome(timeout: .seconds(120))
         #expect(result.status == 0, "\(result.stderr)")
         #expect(lines(result.stdout) == [
             "w2 running 10% load", "w2-a running 20% -", "w2-a running 70% -", "w2 completed 100% load",
@@ -88,7 +88,7 @@ import Testing
         let line = try #require(lines(watch.stdout).last { $0.contains(" rate ") })
         #expect(line == "steady running 50% - rate 1.0%/s eta 50s", "\(line)")
         try await finish("steady", .completed, in: fixture)
-        #expect(try await watch.outcome(timeout: .seconds(20)).status == 0)
+        #expect(try await watch.outcome(timeout: .seconds(120)).status == 0)
     }
 
     @Test func jsonPrintsOneObjectPerChangedRootPerLine() async throws {
@@ -98,7 +98,7 @@ import Testing
         let watch = try CLI.start(["--db", fixture.path, "--json", "watch", "j1"], in: fixture.directory)
         #expect(await eventually { !watch.stdout.isEmpty })
         try await finish("j1", .failed, in: fixture)
-        let result = try await watch.outcome(timeout: .seconds(10))
+        let result = try await watch.outcome(timeout: .seconds(120))
         #expect(result.status == 1)
         #expect(result.errorLines == ["progressctl: error: task 'j1' failed"])
         let objects = try lines(result.stdout).map {
@@ -131,7 +131,7 @@ import Testing
         #expect(!watch.stdout.contains("old"), "roots finished before watch began are not listed")
 
         watch.signal(SIGTERM)
-        _ = try await watch.outcome(timeout: .seconds(10))
+        _ = try await watch.outcome(timeout: .seconds(120))
     }
 
     @Test func withUntilDoneItEndsWhenEveryTaskFinishedAndFailsWhenOneFailed() async throws {
@@ -146,7 +146,7 @@ import Testing
         try await finish("u1", .completed, in: fixture)
         #expect(await eventually { watch.stdout.contains("u1 completed 100%") })
         try await finish("u2", .failed, in: fixture)
-        let result = try await watch.outcome(timeout: .seconds(10))
+        let result = try await watch.outcome(timeout: .seconds(120))
         #expect(result.status == 1)
         #expect(result.errorLines == ["progressctl: error: task 'u2' failed"])
         #expect(result.stdout.contains("u2 failed"))
@@ -158,7 +158,7 @@ import Testing
         let watch = try CLI.start(["--db", fixture.path, "watch", "--until-done"], in: fixture.directory)
         #expect(await eventually { watch.stdout.contains("c1 running 50%") })
         try await finish("c1", .completed, in: fixture)
-        let result = try await watch.outcome(timeout: .seconds(10))
+        let result = try await watch.outcome(timeout: .seconds(120))
         #expect(result.status == 0, "\(result.stderr)")
         #expect(lines(result.stdout) == ["c1 running 50% -", "c1 completed 100% -"])
     }
@@ -177,7 +177,7 @@ import Testing
         let watch = try CLI.start(["--db", fixture.path, "watch"], in: fixture.directory)
         #expect(await eventually { watch.stdout.contains("d1 running 40%") })
         for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: fixture.path + suffix) }
-        let result = try await watch.outcome(timeout: .seconds(10))
+        let result = try await watch.outcome(timeout: .seconds(120))
         #expect(result.status == 1)
         #expect(result.errorLines == ["progressctl: error: the database '\(fixture.path)' was deleted while watching"])
     }

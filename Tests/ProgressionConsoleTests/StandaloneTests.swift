@@ -52,7 +52,7 @@ import ProgressionPostgresTestSupport
         #expect(refused == 403, "read-only without a token")
         #expect(process.stderr.contains("(read-only)"))
         process.signal(SIGTERM)
-        #expect(try await process.waitForExit(timeout: .seconds(30)) == 0)
+        #expect(try await process.waitForExit(timeout: .seconds(120)) == 0)
     }
 
     #if PostgreSQL
@@ -78,7 +78,7 @@ import ProgressionPostgresTestSupport
         #expect((response as? HTTPURLResponse)?.statusCode == 200, "\(String(decoding: data, as: UTF8.self))")
         #expect(try await store.task(id: "p-1")?.status == .paused)
         process.signal(SIGTERM)
-        #expect(try await process.waitForExit(timeout: .seconds(30)) == 0)
+        #expect(try await process.waitForExit(timeout: .seconds(120)) == 0)
         await store.close()
     }
     #endif
@@ -95,7 +95,7 @@ import ProgressionPostgresTestSupport
         try await ConsoleFixture.seed(try SQLiteTaskStore(path: path))
         let db = arguments.contains("--db") ? [] : ["--db", path]
         let port = arguments.contains("--port") ? [] : ["--port", "0"]
-        let result = try await ChildProcess.run("progressctl", arguments + db + port, in: directory, timeout: .seconds(30))
+        let result = try await ChildProcess.run("progressctl", arguments + db + port, in: directory, timeout: .seconds(120))
         #expect(result.status == status, "\(result.stderr)")
         #expect(result.errorLines.count == 1 && result.stderr.contains(message), "\(result.stderr)")
     }
@@ -111,7 +111,7 @@ import ProgressionPostgresTestSupport
         #expect(second.errorLines.count == 1, "\(second.stderr)")
         #expect(second.stderr.contains("progressctl: error: cannot listen on 127.0.0.1:\(port): Address already in use"), "\(second.stderr)")
         first.signal(SIGTERM)
-        _ = try await first.waitForExit(timeout: .seconds(30))
+        _ = try await first.waitForExit(timeout: .seconds(120))
     }
 }
 #endif

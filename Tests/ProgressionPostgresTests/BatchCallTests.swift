@@ -73,7 +73,7 @@ struct BatchCallTests {
         let release = Gate()
         defer { release.open() }
         let holder = Self.holdLock(on: "r", in: observer, locked: locked, release: release)
-        try await within(.seconds(60), "the lock") { await locked.wait() }
+        try await within(.seconds(120), "the lock") { await locked.wait() }
         root.progress = 0.5
         let batch = TaskBatch(
             updates: [TaskUpdate(root, columns: .progress)],
@@ -128,7 +128,7 @@ struct BatchCallTests {
                 let release = Gate()
                 defer { release.open() }
                 let holder = Self.holdLock(on: "r", in: observer, locked: locked, release: release)
-                try await within(.seconds(60), "the lock") { await locked.wait() }
+                try await within(.seconds(120), "the lock") { await locked.wait() }
                 let applying = Task { try await store.apply(batch) }
                 _ = try await Self.batchBackendWaitingForALock(of: store, observer: observer)
                 proxy.cut()

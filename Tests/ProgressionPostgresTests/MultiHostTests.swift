@@ -140,11 +140,11 @@ struct MultiHostTests {
         let (job, a, b, ownerA) = try await Self.slowJobOnHostA(database, in: scratch, files: 12, delay: 250, steps: 3)
         defer { Task { await a.terminate(); await b.terminate() } }
         a.signal(SIGKILL)
-        _ = try await a.waitForExit(timeout: .seconds(10))
+        _ = try await a.waitForExit(timeout: .seconds(120))
         let done = try await database.store.tree(of: job).filter { $0.status == .completed && $0.name.hasSuffix(".txt") }
         let lastHeartbeat = try #require(try await database.store.owners().first { $0.id == ownerA }?.heartbeatAt)
 
-        try await poll("host-b to take the job", timeout: .seconds(30)) {
+        try await poll("host-b to take the job", timeout: .seconds(120)) {
             try await database.store.task(id: job)?.ownerID != ownerA
         }
         let takenAt = Date()
@@ -179,14 +179,14 @@ struct MultiHostTests {
         let (job, a, b, ownerA) = try await Self.slowJobOnHostA(database, in: scratch, files: 16, delay: 300, steps: 2)
         defer { Task { await a.terminate(); await b.terminate() } }
         a.signal(SIGSTOP)
-        try await poll("host-b to take the job", timeout: .seconds(30)) {
+        try await poll("host-b to take the job", timeout: .seconds(120)) {
             try await database.store.task(id: job)?.ownerID != ownerA
         }
         let ownerB = try #require(try await database.store.task(id: job)?.ownerID)
         #expect(try await database.owners(of: "host-b").contains(ownerB))
         // The first host comes back while the second runs the job: its writes are rejected and it stops the job.
         a.signal(SIGCONT)
-        try await poll("host-a to notice the lost lease", timeout: .seconds(30)) {
+        try await poll("host-a to notice the lost lease", timeout: .seconds(120)) {
             a.output.contains("lost tasks to another owner")
         }
         try await poll("the job to complete on host-b", timeout: .seconds(90)) {
@@ -202,7 +202,7 @@ struct MultiHostTests {
         #expect(kill(a.pid, 0) == 0)
         let tree = try await database.store.tree(of: job)
         #expect(tree.allSatisfy { $0.status == .completed })
-        try await poll("host-a to hold no unfinished root", timeout: .seconds(10)) {
+        try await poll("host-a to hold no unfinished root", timeout: .seconds(120)) {
             try await database.store.roots(TaskQuery(statuses: [.pending, .running, .paused])).allSatisfy { $0.ownerID != ownerA }
         }
         await a.terminate()
@@ -232,7 +232,7 @@ struct MultiHostTests {
         for (action, expected) in [("pause", TaskStatus.paused), ("resume", .running), ("cancel", .cancelled)] {
             let result = try await ctl(action, job)
             #expect(result.status == 0, "\(action): \(result.output)")
-            try await poll("\(action) to show", timeout: .seconds(10)) {
+            try await poll("\(action) to show", timeout: .seconds(120)) {
                 try await database.store.task(id: job)?.status == expected
             }
             let requests = try await database.store.pendingControlRequests(for: nil)

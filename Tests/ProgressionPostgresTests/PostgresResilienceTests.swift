@@ -232,7 +232,7 @@ struct PostgresResilienceTests {
             let holder = Task.detached {
                 try? server.sql("BEGIN; LOCK TABLE resilience.owners IN ACCESS EXCLUSIVE MODE; SELECT pg_sleep(8); COMMIT")
             }
-            try await poll("the lock to be held", timeout: .seconds(30)) {
+            try await poll("the lock to be held", timeout: .seconds(120)) {
                 let held = try server.sql(
                     "SELECT count(*) FROM pg_locks l JOIN pg_class c ON c.oid = l.relation WHERE c.relname = 'owners' AND l.mode = 'AccessExclusiveLock'")
                 return held.trimmingCharacters(in: .whitespacesAndNewlines) != "0"
@@ -273,7 +273,7 @@ struct PostgresResilienceTests {
                     (try? await writer.addControlRequest(
                         ControlRequest(id: 0, taskID: "t", action: .pause, ownerID: "o", requestedAt: Date()))) != nil
                 }
-                try await poll("the notification to arrive", timeout: .seconds(30)) {
+                try await poll("the notification to arrive", timeout: .seconds(120)) {
                     try await listener.changeCounter() != before
                 }
             }
@@ -367,7 +367,7 @@ struct PostgresResilienceTests {
                   $$ BEGIN RAISE EXCEPTION 'no space left (test)' USING ERRCODE = '53100'; END $$;
                 CREATE TRIGGER refuse BEFORE INSERT OR UPDATE ON lease.tasks FOR EACH ROW EXECUTE FUNCTION lease.refuse();
                 """)
-            try await poll("the writer to fail", timeout: .seconds(30)) { !executor.storageHealth.isHealthy }
+            try await poll("the writer to fail", timeout: .seconds(120)) { !executor.storageHealth.isHealthy }
             // Once failing, no heartbeat. The heartbeat loop writes one at a time, so besides the last one before the
             // failure, at most one already under way may land (however late, on a loaded machine): over fifteen
             // heartbeat intervals (200 ms), a live lease would show about fifteen values, this one at most two.
@@ -381,8 +381,8 @@ struct PostgresResilienceTests {
             #expect(seen.count <= 2, "\(seen.count) heartbeats were written while the writer failed")
             let last = try await heartbeat()
             _ = try server.sql("DROP TRIGGER refuse ON lease.tasks")
-            try await poll("writes to succeed again", timeout: .seconds(30)) { executor.storageHealth.isHealthy }
-            try await poll("a heartbeat again", timeout: .seconds(30)) { (try? await heartbeat()) != last }
+            try await poll("writes to succeed again", timeout: .seconds(120)) { executor.storageHealth.isHealthy }
+            try await poll("a heartbeat again", timeout: .seconds(120)) { (try? await heartbeat()) != last }
             await executor.shutdown()
         }
     }

@@ -266,7 +266,7 @@ struct SQLiteConnectionFileTests {
         // Another process opens and closes the database.
         let other = try ChildProcess(
             URL(fileURLWithPath: "/usr/bin/env"), ["sqlite3", path, "SELECT count(*) FROM tasks;"], output: .discarded)
-        #expect(try await other.waitForExit(timeout: .seconds(10)) == 0)
+        #expect(try await other.waitForExit(timeout: .seconds(120)) == 0)
         #expect(FileManager.default.fileExists(atPath: path + "-wal"), "the other process deleted the live WAL")
         try first.execute("INSERT INTO tasks VALUES ('c')", [])
         first.close()

@@ -77,7 +77,7 @@ final class PseudoTerminal: Sendable {
     }
 
     /// Waits until the output so far satisfies `condition`, at most `timeout`; returns whether it did.
-    func waitForOutput(timeout: Duration = .seconds(10), _ condition: (String) async -> Bool) async -> Bool {
+    func waitForOutput(timeout: Duration = .seconds(120), _ condition: (String) async -> Bool) async -> Bool {
         await eventually(timeout: timeout) { await condition(output) }
     }
 

@@ -29,7 +29,7 @@ extension ChildProcess {
         guard isRunning else { return }
         signal(SIGCONT)
         signal(SIGKILL)
-        _ = try? await waitForExit(timeout: .seconds(10))
+        _ = try? await waitForExit(timeout: .seconds(120))
     }
 }
 #endif

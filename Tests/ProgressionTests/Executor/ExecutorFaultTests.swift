@@ -126,7 +126,7 @@ struct ExecutorFaultTests {
         let ran = Recorder<String>()
         try executor.register("noop", input: Input.self) { _, context in ran.append(context.taskID) }
         try await executor.start()
-        try await waitUntil("every job to complete", timeout: .seconds(30)) {
+        try await waitUntil("every job to complete", timeout: .seconds(120)) {
             try await store.roots(TaskQuery(statuses: [.completed])).count == 10
         }
         #expect(Set(ran.all) == Set(ids))

@@ -48,7 +48,7 @@ struct ReadmeExampleTests {
             }
             try await context.report(.progress(1.0))
         }
-        let streamed = try await within(.seconds(30), "the closure task on the stream") {
+        let streamed = try await within(.seconds(120), "the closure task on the stream") {
             for await graph in executor.progressStream {
                 if let task = graph.task(closure), task.isFinished { return task.status }
             }

@@ -82,7 +82,7 @@ struct StressTests {
 
         let stream = executor.progressStream
         let finishedIDs = ids
-        let latest = try await within(.seconds(60), "every task finished on the stream") {
+        let latest = try await within(.seconds(120), "every task finished on the stream") {
             var latest: TaskGraph?
             for await graph in stream {
                 latest = graph

@@ -499,7 +499,7 @@ struct TaskExecutorTests {
         let id = try await executor.addTask(name: "busy") { context in
             for index in 1...reports { try await context.report(.progress(Double(index) / Double(reports))) }
         }
-        let graphs = try await within(.seconds(60), "the completed task on the stream") {
+        let graphs = try await within(.seconds(120), "the completed task on the stream") {
             var graphs = 0
             for await graph in stream {
                 graphs += 1

@@ -64,7 +64,7 @@ import ProgressionPostgresTestSupport
     /// Stops a worker gracefully and checks it exits 0 within its grace period (and a margin).
     static func stop(_ process: ChildProcess) async throws {
         process.signal(SIGTERM)
-        #expect(try await process.waitForExit(timeout: .seconds(30)) == 0, "\(process.stderr)")
+        #expect(try await process.waitForExit(timeout: .seconds(120)) == 0, "\(process.stderr)")
     }
 
     struct Summary: Decodable {
@@ -114,7 +114,7 @@ import ProgressionPostgresTestSupport
         let signalled = ContinuousClock.now
         let before = ledger.lines.count
         worker.signal(SIGTERM)
-        #expect(try await worker.waitForExit(timeout: .seconds(30)) == 0, "\(worker.stderr)")
+        #expect(try await worker.waitForExit(timeout: .seconds(120)) == 0, "\(worker.stderr)")
         let took = ContinuousClock.now - signalled
         #expect(took < .seconds(8), "stopped \(took) after SIGTERM (grace 5 s)")
         // Jobs started after the signal: at most those already claimed for free slots.
@@ -142,7 +142,7 @@ import ProgressionPostgresTestSupport
             try await Task.sleep(for: .milliseconds(100))
         }
         first.signal(SIGKILL)
-        _ = try await first.waitForExit(timeout: .seconds(10))
+        _ = try await first.waitForExit(timeout: .seconds(120))
         let second = try await Self.worker("second", db: db, ledger: ledger, in: directory)
         try await poll("the delayed job to complete", timeout: .seconds(60)) {
             try await store.task(id: id)?.status == .completed
@@ -179,7 +179,7 @@ import ProgressionPostgresTestSupport
         #expect(ledger.lines.contains { $0.hasPrefix("double ") && $0.hasSuffix(" first") })
         #expect(try await store.task(id: id)?.status == .pending, "still sleeping")
         first.signal(SIGKILL)
-        _ = try await first.waitForExit(timeout: .seconds(10))
+        _ = try await first.waitForExit(timeout: .seconds(120))
         let second = try await Self.worker("second", db: db, ledger: ledger, in: directory, ["--concurrency", "1"])
         try await poll("the job to complete after its sleep", timeout: .seconds(60)) {
             try await store.task(id: id)?.status == .completed
@@ -219,7 +219,7 @@ import ProgressionPostgresTestSupport
             clock.wallClockNow > midnight.addingTimeInterval(12 * 3600)
         }
         workers[1].signal(SIGKILL)
-        _ = try await workers[1].waitForExit(timeout: .seconds(10))
+        _ = try await workers[1].waitForExit(timeout: .seconds(120))
         workers[1] = try await Self.worker("b2", db: db, ledger: ledger, in: directory, arguments)
         let end = midnight.addingTimeInterval(86_400)
         try await poll("the end of the simulated day", timeout: .seconds(240)) {

@@ -21,10 +21,10 @@ import Testing
         let worker = try database.worker(slots: 2)
         try worker.register(Doubler(worker: "w1"))
         try await worker.start()
-        let output = try await producer.result(of: id, as: Doubler.self, timeout: .seconds(30))
+        let output = try await producer.result(of: id, as: Doubler.self, timeout: .seconds(120))
         #expect(output == Doubler.Output(doubled: 42, worker: "w1"))
         for (n, job) in zip(1...5, batch) {
-            #expect(try await producer.result(of: job, as: Doubler.self, timeout: .seconds(30)).doubled == n * 2)
+            #expect(try await producer.result(of: job, as: Doubler.self, timeout: .seconds(120)).doubled == n * 2)
         }
         // The result is stored with the root, as JSON.
         let done = try #require(try await producer.job(id))
@@ -155,11 +155,11 @@ import Testing
         #expect(try await producer.job(waiting[0])?.status == .paused)
         #expect(try await producer.job(waiting[1]) == nil)
         gate.open()
-        _ = try await producer.wait(for: waiting[2], timeout: .seconds(30))
+        _ = try await producer.wait(for: waiting[2], timeout: .seconds(120))
         // The paused one stays paused until resumed, then runs.
         #expect(try await producer.job(waiting[0])?.status == .paused)
         try await elsewhere.resume(taskID: waiting[0])
-        #expect(try await producer.wait(for: waiting[0], timeout: .seconds(30)).status == .completed)
+        #expect(try await producer.wait(for: waiting[0], timeout: .seconds(120)).status == .completed)
         #expect(runs.total == 3 && ids.count == 4)
         await worker.shutdown()
         await elsewhere.shutdown()
@@ -183,10 +183,10 @@ import Testing
             let running = try await producer.store.census().filter { $0.status == .running }.count
             most = max(most, running)
             #expect(running <= Limited.maxConcurrent!)
-            try await poll("a job of the kind to run", timeout: .seconds(30)) { gates.waiting > 0 || finished >= ids.count }
+            try await poll("a job of the kind to run", timeout: .seconds(120)) { gates.waiting > 0 || finished >= ids.count }
             if gates.releaseOne() { finished += 1 }
         }
-        for id in ids { #expect(try await producer.wait(for: id, timeout: .seconds(30)).status == .completed) }
+        for id in ids { #expect(try await producer.wait(for: id, timeout: .seconds(120)).status == .completed) }
         #expect(most == 2)
         for worker in workers { await worker.shutdown() }
     }
@@ -204,7 +204,7 @@ import Testing
         #expect(try await producer.job(id)?.status == .pending)
         let other = try database.worker(slots: 1)
         #expect(try await other.resumeKind(Doubler.name))
-        #expect(try await producer.result(of: id, as: Doubler.self, timeout: .seconds(30)).doubled == 6)
+        #expect(try await producer.result(of: id, as: Doubler.self, timeout: .seconds(120)).doubled == 6)
         await worker.shutdown()
         await other.shutdown()
     }

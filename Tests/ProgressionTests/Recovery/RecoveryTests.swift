@@ -147,7 +147,7 @@ struct RecoveryTests {
         for (action, status) in [(ControlRequest.Action.pause, TaskStatus.paused), (.resume, .running), (.cancel, .cancelled)] {
             let id = try await store.addControlRequest(
                 ControlRequest(taskID: "sleeper", action: action, ownerID: owner, requestedAt: Date()))
-            try await waitUntil("\(action) to be handled", timeout: .seconds(30)) {
+            try await waitUntil("\(action) to be handled", timeout: .seconds(120)) {
                 try await store.controlRequest(id: id)?.handledAt != nil
             }
             #expect(try await store.controlRequest(id: id)?.outcome == "applied")

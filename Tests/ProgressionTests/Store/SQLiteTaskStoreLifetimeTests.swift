@@ -22,7 +22,7 @@ struct SQLiteTaskStoreLifetimeTests {
             _ = try await SQLiteTaskStore(path: path).roots(TaskQuery())
         }
         // A released store's connections close on their own threads: waited for, not slept on.
-        let closed = await eventually(timeout: .seconds(20)) { openFiles() - before == 0 }
+        let closed = await eventually(timeout: .seconds(120)) { openFiles() - before == 0 }
         #expect(closed, "\(openFiles() - before) files left open by 20 released stores")
     }
 }

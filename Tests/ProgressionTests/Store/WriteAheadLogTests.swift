@@ -29,7 +29,7 @@ struct WriteAheadLogTests {
         #expect(Self.size(path + "-wal") > 0, "the commits went to the log")
 
         // Nothing changes any more: within a few checkpoint intervals the log is copied back and truncated.
-        #expect(await eventually(timeout: .seconds(10)) { Self.size(path + "-wal") == 0 })
+        #expect(await eventually(timeout: .seconds(120)) { Self.size(path + "-wal") == 0 })
         // With the log empty, another connection reads everything from the database file itself.
         var readOnly = SQLiteTaskStore.Configuration()
         readOnly.readOnly = true

@@ -6,14 +6,14 @@ import Testing
 /// Polls `condition` until it holds, failing after `timeout`. Not a sleep used as synchronisation: it waits for a state.
 /// Every 2 ms: the executor's states in memory change within milliseconds.
 func waitUntil(
-    _ what: String, timeout: Duration = .seconds(20), _ condition: () async throws -> Bool
+    _ what: String, timeout: Duration = .seconds(120), _ condition: () async throws -> Bool
 ) async throws {
     try await poll(what, timeout: timeout, every: .milliseconds(2), condition)
 }
 
 extension TaskExecutor {
     /// Waits until a task (root or subtask) has the status.
-    nonisolated func waitForStatus(_ id: String, _ status: TaskStatus, timeout: Duration = .seconds(20)) async throws {
+    nonisolated func waitForStatus(_ id: String, _ status: TaskStatus, timeout: Duration = .seconds(120)) async throws {
         try await waitUntil("\(id) to be \(status)", timeout: timeout) { self.snapshot(of: id)?.status == status }
     }
 
