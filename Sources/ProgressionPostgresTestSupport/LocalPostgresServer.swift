@@ -49,6 +49,10 @@ package final class LocalPostgresServer: Sendable {
         var configuration = PostgresTaskStore.Configuration(
             unixSocketPath: socketPath, username: username, database: database)
         configuration.schema = schema
+        // Generous: a test whose subject is not a deadline must not fail because a shared machine stalled (12 s
+        // without a line of output in a parallel run here, when every call of the default 10 s failed). Tests of
+        // deadlines set their own.
+        configuration.callTimeout = .seconds(60)
         return configuration
     }
 

@@ -18,6 +18,8 @@ struct BatchCallTests {
     static func holdLock(on id: String, in store: PostgresTaskStore, locked: Gate, release: Gate) -> Task<Void, any Error> {
         Task {
             try await store.client.withConnection { connection in
+                // Held as long as the test needs, however loaded the machine: not ended as idle in a transaction.
+                try await connection.query("SET idle_in_transaction_session_timeout = 0", logger: store.logger)
                 try await connection.query("BEGIN", logger: store.logger)
                 try await connection.query(
                     PostgresQuery(
@@ -26,6 +28,7 @@ struct BatchCallTests {
                 locked.open()
                 await release.wait()
                 try await connection.query("COMMIT", logger: store.logger)
+                try await connection.query("RESET idle_in_transaction_session_timeout", logger: store.logger)
             }
         }
     }

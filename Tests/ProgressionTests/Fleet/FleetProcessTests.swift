@@ -116,7 +116,8 @@ import ProgressionPostgresTestSupport
         worker.signal(SIGTERM)
         #expect(try await worker.waitForExit(timeout: .seconds(120)) == 0, "\(worker.stderr)")
         let took = ContinuousClock.now - signalled
-        #expect(took < .seconds(8), "stopped \(took) after SIGTERM (grace 5 s)")
+        // The grace is 5 s and the defect was 40 s: the rest is slack for a loaded machine.
+        #expect(took < .seconds(20), "stopped \(took) after SIGTERM (grace 5 s)")
         // Jobs started after the signal: at most those already claimed for free slots.
         #expect(ledger.lines.count - before <= 64 * 2, "\(ledger.lines.count - before) jobs started after SIGTERM")
         let store = try await Database.sqlite.store(db)
@@ -150,7 +151,9 @@ import ProgressionPostgresTestSupport
         let done = try #require(try await store.task(id: id))
         let startedAt = try #require(done.startedAt)
         #expect(startedAt >= runAt, "not started before its time")
-        #expect(startedAt.timeIntervalSince(runAt) < 1, "started within a second of its time: \(startedAt.timeIntervalSince(runAt)) s")
+        // How close to its time is aDelayedJobStartsAtItsTimeNotBefore's (a manual clock): here a loaded machine may
+        // start the second worker after the job's time (1.1 s late in a parallel run with a core kept busy).
+        #expect(startedAt.timeIntervalSince(runAt) < 30, "started \(startedAt.timeIntervalSince(runAt)) s after its time")
         #expect(ledger.lines.filter { $0.hasPrefix("double \(id) ") } == ["double \(id) second"])
         try await Self.stop(second)
     }
