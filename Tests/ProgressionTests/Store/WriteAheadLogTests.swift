@@ -9,7 +9,7 @@ struct WriteAheadLogTests {
         (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0
     }
 
-    @Test(.timeLimit(.minutes(1)))
+    @Test(.timeLimit(.minutes(5)))
     func anIdleExecutorLeavesAnEmptyLogAndTheDatabaseHoldsEverything() async throws {
         let directory = try TemporaryDirectory()
         let path = directory.file("wal.sqlite")
