@@ -153,7 +153,8 @@ struct ChangeDocument: Decodable {
         try await fixture.root("live-1", status: .running, options: .interactive, owner: "service")
         try await fixture.root("live-2", status: .running, options: .interactive, owner: "service")
 
-        // The owner: applies pause requests for live-1, refuses anything else.
+        // The owner: applies pause requests for live-1, refuses anything else. Commands wait for it up to 60 s (the
+        // default 5 s was too short for this loop in the first seconds of a parallel run on two cores).
         let store = fixture.store
         let owner = Task {
             var handled: [ControlRequest] = []
@@ -172,14 +173,14 @@ struct ChangeDocument: Decodable {
         }
         defer { owner.cancel() }
 
-        let applied = try await fixture.run(["pause", "live-1", "--json"])
+        let applied = try await fixture.run(["pause", "live-1", "--json", "--wait", "60"])
         #expect(applied.status == 0, "\(applied.stderr)")
         let document = try #require(try decodeJSON([ChangeDocument].self, from: applied.stdout).first)
         #expect(document.via == "owner" && document.ownerID == "service" && document.outcome == "applied")
         // The owner applies it, not progressctl: the row is as it was.
         #expect(try await fixture.store.task(id: "live-1")?.status == .running)
 
-        let refused = try await fixture.run(["cancel", "live-2"])
+        let refused = try await fixture.run(["cancel", "live-2", "--wait", "60"])
         #expect(refused.status == 1)
         #expect(refused.errorLines == [
             "progressctl: error: owner 'service' refused to cancel task 'live-2': the task is at a step that cannot stop",
@@ -211,10 +212,10 @@ struct ChangeDocument: Decodable {
             return handled
         }
         defer { owner.cancel() }
-        let removed = try await fixture.run(["remove", "held-running", "--force"])
+        let removed = try await fixture.run(["remove", "held-running", "--force", "--wait", "60"])
         #expect(removed.status == 0, "\(removed.stderr)")
         #expect(removed.stdout.contains("by owner 'service'"))
-        let retried = try await fixture.run(["retry", "held-failed"])
+        let retried = try await fixture.run(["retry", "held-failed", "--wait", "60"])
         #expect(retried.status == 0, "\(retried.stderr)")
         owner.cancel()
         let handled = await owner.value

@@ -60,7 +60,7 @@ struct ConsoleFixture {
 
     static func configuration(path: String, token: String?) -> ProgressionConsole.Configuration {
         var configuration = ProgressionConsole.Configuration(path: path, token: token)
-        configuration.controlWait = .seconds(10)
+        configuration.controlWait = .seconds(60)
         configuration.changePollInterval = .milliseconds(20)
         configuration.overviewInterval = .milliseconds(250)
         return configuration

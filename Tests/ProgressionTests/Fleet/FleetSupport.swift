@@ -49,6 +49,8 @@ struct SharedDatabase: Sendable {
         configuration.completedTaskVisibility = .seconds(600)
         configuration.writeWindow = .milliseconds(5)
         configuration.controlPollInterval = .milliseconds(20)
+        // A change of a task another live worker holds waits for its answer: generous, for a loaded machine.
+        configuration.controlAnswerTimeout = .seconds(60)
         if let clock { configuration.clock = clock }
         configure(&configuration)
         return TaskExecutor(backend: try open(), configuration: configuration)
