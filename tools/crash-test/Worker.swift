@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import Progression
 import ServiceLifecycle
+import Synchronization
 import UnixSignals
 
 #if canImport(Glibc)
@@ -14,6 +15,11 @@ struct BatchInput: Codable, Sendable {
     var steps = 3
     var iterations = 20
     var delayMilliseconds = 15
+}
+
+/// Whether the worker has seen its storage fail (set once, read by the jobs of `--iterate-until-storage-fails`).
+final class StorageFailed: Sendable {
+    let seen = Mutex(false)
 }
 
 /// The input of a job that ticks every 10 ms, `ticks` times (forever when `nil`), with a checkpoint per tick.
@@ -43,6 +49,9 @@ extension CrashTest {
         @Option(help: "Interruptions before a job fails as a crash loop.") var maxInterruptions = 3
         @Flag(help: "Exit 0 once every task in the database has finished.") var exitWhenIdle = false
         @Flag(help: "Run as a service: SIGTERM or SIGINT shut it down gracefully.") var service = false
+        @Flag(
+            help: "Batch jobs go on iterating past their iterations until this worker has seen its storage fail once (a full-disk test's jobs outlast the filling of the disk, however slow the machine)."
+        ) var iterateUntilStorageFails = false
 
         func run() async throws {
             var configuration = TaskExecutor.Configuration()
@@ -51,7 +60,11 @@ extension CrashTest {
             configuration.shutdownGracePeriod = .seconds(5)
             let executor = try await CrashDatabase.executor(db: db, configuration: configuration)
             let ledger = Ledger(path: ledger)
-            try Self.register(on: executor, ledger: ledger, runDelay: runDelay)
+            let storageFailed = StorageFailed()
+            let holdsJobs = iterateUntilStorageFails
+            try Self.register(on: executor, ledger: ledger, runDelay: runDelay) {
+                holdsJobs && !storageFailed.seen.withLock { $0 }
+            }
             try await executor.start()
             ledger.append("worker \(ProcessInfo.processInfo.processIdentifier) started")
             // The store's health, as the executor sees it, in the ledger (which may live on another file system).
@@ -61,6 +74,7 @@ extension CrashTest {
                     let now = !executor.storageHealth.isHealthy
                     if now != failing {
                         failing = now
+                        if now { storageFailed.seen.withLock { $0 = true } }
                         ledger.append(now ? "storage failing" : "storage healthy")
                     }
                     try? await Task.sleep(for: .milliseconds(10))
@@ -124,7 +138,11 @@ extension CrashTest {
             return unfinished.isEmpty
         }
 
-        static func register(on executor: TaskExecutor, ledger: Ledger, runDelay: Int? = nil) throws {
+        /// - Parameter goesOn: whether a batch job's loop goes on past its iterations.
+        static func register(
+            on executor: TaskExecutor, ledger: Ledger, runDelay: Int? = nil,
+            goesOn: @escaping @Sendable () -> Bool = { false }
+        ) throws {
             try executor.register("batch", input: BatchInput.self) { input, context in
                 let job = context.taskID
                 let delay = Duration.milliseconds(runDelay ?? input.delayMilliseconds)
@@ -156,14 +174,14 @@ extension CrashTest {
                 // A checkpointed loop.
                 let start = (try context.lastCheckpoint(as: Int.self) ?? 0) + 1
                 if start > 1 { ledger.append("resume \(job) \(start)") }
-                if start <= input.iterations {
-                    for iteration in start...input.iterations {
-                        ledger.append("iter \(job) \(iteration)")
-                        try await Task.sleep(for: delay)
-                        try await context.report(.step(iteration, of: input.iterations))
-                        try await context.checkpoint(iteration)
-                        ledger.append("ckpt \(job) \(iteration)")
-                    }
+                var iteration = start
+                while iteration <= input.iterations || goesOn() {
+                    ledger.append("iter \(job) \(iteration)")
+                    try await Task.sleep(for: delay)
+                    try await context.report(.step(min(iteration, input.iterations), of: input.iterations))
+                    try await context.checkpoint(iteration)
+                    ledger.append("ckpt \(job) \(iteration)")
+                    iteration += 1
                 }
                 ledger.append("done \(job) \(sum)")
             }

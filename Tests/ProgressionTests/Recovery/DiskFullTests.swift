@@ -68,13 +68,17 @@ struct DiskFullTests {
         let ledger = LedgerFile(path: directory.file("ledger.txt"))
         let worker = try WorkerProcess(
             db: db, ledger: ledger.path,
-            ["--submit-batch", "12", "--iterations", "600", "--delay", "10", "--concurrency", "4", "--exit-when-idle"])
-        // Long jobs (about 18 s each, 4 at a time): the disk fills up while they run. Their writes fail once the
-        // write-ahead log must grow past the size it had (a checkpoint into a database that cannot grow fails
-        // first, silently): that takes seconds of progress writes, more on a loaded machine.
-        try await waitUntil("the jobs to run", timeout: .seconds(60)) { ledger.lines.contains { $0.hasPrefix("iter ") } }
+            [
+                "--submit-batch", "12", "--iterations", "600", "--delay", "10", "--concurrency", "4", "--exit-when-idle",
+                "--iterate-until-storage-fails",
+            ])
+        // The disk fills up while the jobs run. Their writes fail once the write-ahead log must grow past the size it
+        // had (a checkpoint into a database that cannot grow fails first, silently): that takes seconds of progress
+        // writes, more on a loaded machine, so the jobs go on iterating until their worker has seen a write fail
+        // (once, in a loaded parallel run, 600 iterations ended before that and the worker went idle).
+        try await waitUntil("the jobs to run", timeout: .seconds(120)) { ledger.lines.contains { $0.hasPrefix("iter ") } }
         let filler = disk.fill()
-        try await waitUntil("the worker to see the full disk", timeout: .seconds(120)) {
+        try await waitUntil("the worker to see the full disk", timeout: .seconds(300)) {
             ledger.lines.contains("storage failing")
         }
         var readOnly = SQLiteTaskStore.Configuration()
