@@ -41,10 +41,9 @@ struct PostgresMigrator {
             "SELECT current_setting('statement_timeout'), current_setting('idle_in_transaction_session_timeout')",
             logger: logger
         ).collect().first.map { try $0.decode((String, String).self) }
-        let idle = idleInTransactionLimit.components
-        let milliseconds = max(1, idle.seconds * 1_000 + idle.attoseconds / 1_000_000_000_000_000)
         // A migration may rewrite a large table: the store's statement timeout is for its calls, not for this.
-        try await setLimits(statement: "0", idle: "\(milliseconds)", connection: connection, logger: logger)
+        try await setLimits(
+            statement: "0", idle: "\(idleInTransactionLimit.settingMilliseconds)", connection: connection, logger: logger)
         do {
             while try await step(connection, logger: logger, create: create, readOnly: readOnly) != nil {}
         } catch {

@@ -309,8 +309,8 @@ public final class PostgresTaskStore: TaskStoreBackend, Service {
             guard !configuration.readOnly else { return }
             // The marks of writer sessions silent for a week (stores that ended without a word): a lost answer is
             // settled within seconds of the server answering again, and a live session whose mark went goes on from
-            // none (``applyInOneCall``).
-            // Housekeeping: a store opens all the same when it fails (a statement timeout on a loaded server).
+            // none (``applyInOneCall``). Housekeeping: the store opens all the same when it fails (a statement
+            // timeout on a loaded server).
             let cutoff = Date().addingTimeInterval(-7 * 86_400).storedMilliseconds
             _ = try? await connection.query(
                 PostgresQuery(
@@ -470,8 +470,7 @@ public final class PostgresTaskStore: TaskStoreBackend, Service {
 
     /// What every session of the store sets when it connects.
     static func startupParameters(_ configuration: Configuration, names: PostgresNames) -> [(String, String)] {
-        let components = configuration.callTimeout.components
-        let timeout = max(1, Int(components.seconds * 1_000 + components.attoseconds / 1_000_000_000_000_000))
+        let timeout = configuration.callTimeout.settingMilliseconds
         var parameters = [
             ("application_name", configuration.applicationName),
             // What the server ends on its own: a statement past the call's deadline, and a transaction whose client
@@ -697,6 +696,13 @@ public final class PostgresTaskStore: TaskStoreBackend, Service {
 }
 
 /// The qualified names of the store's objects in its schema, checked once.
+extension Duration {
+    /// The duration as a PostgreSQL timeout setting: whole milliseconds, at least 1 (0 would turn the limit off).
+    var settingMilliseconds: Int64 {
+        max(1, components.seconds * 1_000 + components.attoseconds / 1_000_000_000_000_000)
+    }
+}
+
 struct PostgresNames: Sendable {
     /// The schema, as written by the user.
     let schema: String
