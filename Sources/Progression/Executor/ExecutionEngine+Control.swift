@@ -4,132 +4,30 @@ import Synchronization
 
 /// Control: pause, resume, cancel, retry and remove, each through the lifecycle; and waiting for a root to be idle.
 extension ExecutionEngine {
-    /// Pauses a task and (implied) everything below it. Returns once the paused state is committed. A running root
-    /// gives its slot back at once (its code waits at its next report): a paused job does no work, and a slot held by
-    /// it would let pauses stall the service. A task not in memory is paused where it is (see
+    /// Pauses, resumes, cancels or runs now a task: decided on the graph (``GraphState/apply(_:to:now:monotonicNow:)``)
+    /// and carried out here. A pause or resume returns once its state is committed; a cancel of running code returns
+    /// without waiting for the code to stop. A task not in memory is changed where it is (see
     /// ``changeElsewhere(_:_:)``).
     ///
-    /// - Throws: `notFound`, `notPausable`, `invalidState` (a finished task).
-    func pause(_ taskID: String) async throws {
+    /// - Throws: `notFound`; the lifecycle's refusal (`notPausable`, `notCancellable`, `invalidState`).
+    func change(_ change: UserChange, _ taskID: String) async throws {
         let now = now()
         let monotonicNow = clock.now()
-        let done = try locked { state throws(ProgressionError) -> (Int64, Dispatch)? in
-            guard let node = state.node(id: taskID) else { return nil }
-            let sequence = try state.transition(node, .pause, by: .user, now: now)
-            _ = state.pauseChanged(below: node, now: monotonicNow)
-            var dispatch = Dispatch()
-            if node.isRoot, node.phase == .running, state.runQueue.release(node.handle) {
-                node.phase = .suspended
-                dispatch = state.dispatch(now: now, monotonicNow: monotonicNow)
-            }
-            return (sequence, dispatch)
+        let action = try locked { state throws(ProgressionError) in
+            try state.apply(change, to: taskID, now: now, monotonicNow: monotonicNow)
         }
-        guard let (sequence, dispatch) = done else {
-            try await changeElsewhere(taskID, .pause)
-            return
-        }
-        carry(dispatch)
-        try await waitForCommit(sequence)
-    }
-
-    /// Resumes a paused task: its code (and the code below it) goes on; a root whose code waits takes the next free
-    /// slot (it is pending until one frees); a root that had not started is queued again.
-    ///
-    /// - Throws: `notFound`, `notPausable`, `invalidState` (not paused).
-    func resume(_ taskID: String) async throws {
-        let now = now()
-        let monotonicNow = clock.now()
-        let done = try locked { state throws(ProgressionError) -> (Int64, Dispatch)? in
-            guard let node = state.node(id: taskID) else { return nil }
-            let sequence: Int64
-            if node.isRoot, node.phase == .suspended {
-                _ = try TaskLifecycle.outcome(
-                    of: .resume(codeRunning: true), status: node.record.status, options: node.record.options,
-                    isRoot: true, hasKind: node.record.kind != nil, taskID: taskID, by: .user)
-                if state.runQueue.take(node.handle) {
-                    sequence = try state.transition(node, .resume(codeRunning: true), by: .user, now: now)
-                    node.phase = .running
-                } else {
-                    sequence = try state.transition(node, .resume(codeRunning: false), by: .user, now: now)
-                    node.waitsForSlot = true
-                    state.enqueue(node)
-                }
-            } else if node.isRoot, node.waitsForSlot {
-                // Paused again while its code waited for a slot: it goes on waiting, in the queue where it is (its
-                // code going on now would run a root on no slot).
-                sequence = try state.transition(node, .resume(codeRunning: false), by: .user, now: now)
-            } else {
-                let codeRuns = node.execution != nil || node.phase == .running
-                sequence = try state.transition(node, .resume(codeRunning: codeRuns), by: .user, now: now)
-                if node.isRoot, node.phase == .idle, node.body != nil, node.record.status == .pending {
-                    state.enqueue(node)
-                }
-            }
-            var dispatch = Dispatch()
-            dispatch.wakes = state.pauseChanged(below: node, now: monotonicNow)
-            dispatch += state.dispatch(now: now, monotonicNow: monotonicNow)
-            return (sequence, dispatch)
-        }
-        guard let (sequence, dispatch) = done else {
-            try await changeElsewhere(taskID, .resume)
-            return
-        }
-        carry(dispatch)
-        try await waitForCommit(sequence)
-    }
-
-    /// Asks a task to stop: its code and everything below it are cancelled, and it ends `cancelled` once its code has
-    /// stopped (a root that is not running ends at once). Returns without waiting for running code.
-    ///
-    /// - Throws: `notFound`, `notCancellable`, `invalidState` (a finished task).
-    func cancel(_ taskID: String) async throws {
-        let now = now()
-        let done = try locked {
-            state throws(ProgressionError) -> (Int64?, Cancellation)? in
-            guard let node = state.node(id: taskID) else { return nil }
-            _ = try TaskLifecycle.outcome(
-                of: .cancel, status: node.record.status, options: node.record.options, isRoot: node.isRoot,
-                hasKind: node.record.kind != nil, taskID: taskID, by: .user)
-            if node.execution != nil || node.phase == .running || node.phase == .suspended {
-                return (nil, Self.stop(node, .cancelled))
-            }
-            // Queued, paused before it started, or waiting for its next attempt: no code to stop.
-            let sequence = try state.transition(node, .cancel, by: .user, now: now)
-            if node.phase == .queued || node.phase == .delayed { node.phase = .idle }
-            return (sequence, Cancellation())
-        }
-        guard let (sequence, cancellation) = done else {
-            try await changeElsewhere(taskID, .cancel)
-            return
-        }
-        cancellation.run()
-        if let sequence {
+        switch action {
+        case .elsewhere:
+            try await changeElsewhere(taskID, change.request)
+        case .commit(let sequence, let dispatch):
+            carry(dispatch)
+            try await waitForCommit(sequence)
+        case .stop(let cancellation):
+            cancellation.run()
+        case .commitThenSettleIdle(let sequence):
             try await waitForCommit(sequence)
             resumeIdleWaiters(taskID)
         }
-    }
-
-    /// Runs a root that waits for a time (a run-at, a retry's backoff, a durable sleep) as soon as a slot is free.
-    ///
-    /// - Throws: `notFound`, `invalidState` (a subtask, a finished root, or one that waits for no time).
-    func runNow(_ taskID: String) async throws {
-        let now = now()
-        let done = try locked { state throws(ProgressionError) -> (Int64, Dispatch)? in
-            guard let node = state.node(id: taskID) else { return nil }
-            let sequence = try state.transition(node, .runNow, by: .user, now: now)
-            var dispatch = Dispatch()
-            if node.phase == .delayed, node.record.status == .pending {
-                state.enqueue(node)
-                dispatch = state.dispatch(now: now, monotonicNow: clock.now())
-            }
-            return (sequence, dispatch)
-        }
-        guard let (sequence, dispatch) = done else {
-            try await changeElsewhere(taskID, .runNow)
-            return
-        }
-        carry(dispatch)
-        try await waitForCommit(sequence)
     }
 
     /// Changes a task that is not in this executor's memory where it is: through a control request when another live
@@ -193,7 +91,7 @@ extension ExecutionEngine {
         let ids = locked { state in
             state.roots.filter { !$0.record.status.isFinished && $0.record.options.canCancel }.map(\.record.id)
         }
-        for id in ids { try? await cancel(id) }
+        for id in ids { try? await change(.cancel, id) }
     }
 
     /// Asks a node's code to stop; the first reason given wins. Returns the cancellation to run once the lock is

@@ -217,10 +217,10 @@ extension ExecutionEngine {
                     // Not in memory (it was dropped, or it left when it slept): changed in the store, as by an
                     // operator when no live owner holds it.
                     try await changeInStore(request.taskID, ControlRequest.transition(of: request.action))
-                case .pause: try await pause(request.taskID)
-                case .resume: try await resume(request.taskID)
-                case .cancel: try await cancel(request.taskID)
-                case .runNow: try await runNow(request.taskID)
+                case .pause: try await change(.pause, request.taskID)
+                case .resume: try await change(.resume, request.taskID)
+                case .cancel: try await change(.cancel, request.taskID)
+                case .runNow: try await change(.runNow, request.taskID)
                 }
             } catch {
                 outcome = "refused: \(ProgressionError.describe(error))"
@@ -282,7 +282,7 @@ extension ExecutionEngine {
                     throw ProgressionError.invalidState(
                         taskID: taskID, status: known.status, action: "remove it before it has finished (cancel it first)")
                 }
-                try await cancel(taskID)
+                try await change(.cancel, taskID)
             }
             await waitUntilIdle(taskID)
             try await flush()

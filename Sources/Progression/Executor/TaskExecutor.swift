@@ -224,7 +224,7 @@ public actor TaskExecutor {
     /// - Throws: ``ProgressionError/notFound(taskID:)``, ``ProgressionError/notPausable(taskID:)``,
     ///   ``ProgressionError/invalidState(taskID:status:action:)`` for a finished task.
     public func pause(taskID: String) async throws {
-        try await engine.pause(taskID)
+        try await engine.change(.pause, taskID)
     }
 
     /// Resumes a paused task and what it paused below it.
@@ -232,7 +232,7 @@ public actor TaskExecutor {
     /// - Throws: ``ProgressionError/notFound(taskID:)``, ``ProgressionError/invalidState(taskID:status:action:)``
     ///   when the task was not paused.
     public func resume(taskID: String) async throws {
-        try await engine.resume(taskID)
+        try await engine.change(.resume, taskID)
     }
 
     /// Asks a task (root or subtask) to stop: its code and everything below it are cancelled, and it ends
@@ -242,7 +242,7 @@ public actor TaskExecutor {
     /// - Throws: ``ProgressionError/notFound(taskID:)``, ``ProgressionError/notCancellable(taskID:)``,
     ///   ``ProgressionError/invalidState(taskID:status:action:)`` for a finished task.
     public func cancel(taskID: String) async throws {
-        try await engine.cancel(taskID)
+        try await engine.change(.cancel, taskID)
     }
 
     /// Runs a job that waits for a time — a run-at, a retry's backoff, a durable sleep — as soon as a worker has a free
@@ -251,7 +251,7 @@ public actor TaskExecutor {
     /// - Throws: ``ProgressionError/notFound(taskID:)``, ``ProgressionError/invalidState(taskID:status:action:)`` for a
     ///   subtask, a finished job or one that waits for no time.
     public func runNow(taskID: String) async throws {
-        try await engine.runNow(taskID)
+        try await engine.change(.runNow, taskID)
     }
 
     /// Cancels every unfinished task whose options allow it.

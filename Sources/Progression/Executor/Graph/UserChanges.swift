@@ -1,0 +1,131 @@
+import Foundation
+
+/// A user's change of a task (pause, resume, cancel, run now), decided on the graph alone: each returns the
+/// ``UserChangeAction`` that ``ExecutionEngine/change(_:_:)`` carries out once the lock is released. The slots of
+/// the run queue change here and nowhere else for these changes: a paused running root gives its slot back at once,
+/// a resumed one takes a free slot or waits in the queue for one.
+///
+/// `UserChangeTests` runs each change on each phase a root can be in, on the state alone.
+extension GraphState {
+    /// Applies `change` to the task `taskID` if it is in memory.
+    ///
+    /// - Parameters:
+    ///   - now: the wall-clock time written in the task's record and events.
+    ///   - monotonicNow: the executor's clock (pause durations and deadlines).
+    /// - Throws: the lifecycle's refusal; nothing changes then.
+    mutating func apply(
+        _ change: UserChange, to taskID: String, now: Date, monotonicNow: Duration
+    ) throws(ProgressionError) -> UserChangeAction {
+        guard let node = node(id: taskID) else { return .elsewhere }
+        switch change {
+        case .pause: return try pause(node, now: now, monotonicNow: monotonicNow)
+        case .resume: return try resume(node, now: now, monotonicNow: monotonicNow)
+        case .cancel: return try cancel(node, now: now)
+        case .runNow: return try runNow(node, now: now, monotonicNow: monotonicNow)
+        }
+    }
+
+    /// Pauses a task and (implied) everything below it. A running root gives its slot back at once (its code waits
+    /// at its next report): a paused job does no work, and a slot held by it would let pauses stall the service.
+    private mutating func pause(
+        _ node: TaskNode, now: Date, monotonicNow: Duration
+    ) throws(ProgressionError) -> UserChangeAction {
+        let sequence = try transition(node, .pause, by: .user, now: now)
+        _ = pauseChanged(below: node, now: monotonicNow)
+        var dispatch = Dispatch()
+        if node.isRoot, node.phase == .running, runQueue.release(node.handle) {
+            node.phase = .suspended
+            dispatch = self.dispatch(now: now, monotonicNow: monotonicNow)
+        }
+        return .commit(sequence, dispatch)
+    }
+
+    /// Resumes a paused task: its code (and the code below it) goes on; a root whose code waits takes the next free
+    /// slot (it is pending until one frees); a root that had not started is queued again.
+    private mutating func resume(
+        _ node: TaskNode, now: Date, monotonicNow: Duration
+    ) throws(ProgressionError) -> UserChangeAction {
+        let sequence: Int64
+        if node.isRoot, node.phase == .suspended {
+            _ = try TaskLifecycle.outcome(
+                of: .resume(codeRunning: true), status: node.record.status, options: node.record.options,
+                isRoot: true, hasKind: node.record.kind != nil, taskID: node.record.id, by: .user)
+            if runQueue.take(node.handle) {
+                sequence = try transition(node, .resume(codeRunning: true), by: .user, now: now)
+                node.phase = .running
+            } else {
+                sequence = try transition(node, .resume(codeRunning: false), by: .user, now: now)
+                node.waitsForSlot = true
+                enqueue(node)
+            }
+        } else if node.isRoot, node.waitsForSlot {
+            // Paused again while its code waited for a slot: it goes on waiting, in the queue where it is (its code
+            // going on now would run a root on no slot).
+            sequence = try transition(node, .resume(codeRunning: false), by: .user, now: now)
+        } else {
+            let codeRuns = node.execution != nil || node.phase == .running
+            sequence = try transition(node, .resume(codeRunning: codeRuns), by: .user, now: now)
+            if node.isRoot, node.phase == .idle, node.body != nil, node.record.status == .pending {
+                enqueue(node)
+            }
+        }
+        var dispatch = Dispatch()
+        dispatch.wakes = pauseChanged(below: node, now: monotonicNow)
+        dispatch += self.dispatch(now: now, monotonicNow: monotonicNow)
+        return .commit(sequence, dispatch)
+    }
+
+    /// Asks a task to stop: code that runs (or waits, paused) is cancelled and its end is recorded when it stops; a
+    /// root with no code under way (queued, paused before it started, waiting for its next attempt) ends at once.
+    private mutating func cancel(_ node: TaskNode, now: Date) throws(ProgressionError) -> UserChangeAction {
+        _ = try TaskLifecycle.outcome(
+            of: .cancel, status: node.record.status, options: node.record.options, isRoot: node.isRoot,
+            hasKind: node.record.kind != nil, taskID: node.record.id, by: .user)
+        if node.execution != nil || node.phase == .running || node.phase == .suspended {
+            return .stop(ExecutionEngine.stop(node, .cancelled))
+        }
+        let sequence = try transition(node, .cancel, by: .user, now: now)
+        if node.phase == .queued || node.phase == .delayed { node.phase = .idle }
+        return .commitThenSettleIdle(sequence)
+    }
+
+    /// Runs a root that waits for a time (a run-at, a retry's backoff, a durable sleep) as soon as a slot is free.
+    private mutating func runNow(
+        _ node: TaskNode, now: Date, monotonicNow: Duration
+    ) throws(ProgressionError) -> UserChangeAction {
+        let sequence = try transition(node, .runNow, by: .user, now: now)
+        var dispatch = Dispatch()
+        if node.phase == .delayed, node.record.status == .pending {
+            enqueue(node)
+            dispatch = self.dispatch(now: now, monotonicNow: monotonicNow)
+        }
+        return .commit(sequence, dispatch)
+    }
+}
+
+/// A change a user (the API, an operator's request to this owner) asks of one task.
+enum UserChange: String, Sendable, CaseIterable {
+    case pause, resume, cancel, runNow
+
+    /// The same change asked of the task where it is when it is not in this executor's memory.
+    var request: ControlRequest.Action {
+        switch self {
+        case .pause: .pause
+        case .resume: .resume
+        case .cancel: .cancel
+        case .runNow: .runNow
+        }
+    }
+}
+
+/// What a user's change of the graph leaves to do once the lock is released.
+enum UserChangeAction {
+    /// The task is not in this executor's memory: it is changed where it is (in the store, or by its live owner).
+    case elsewhere
+    /// Carry out `dispatch` (roots given a slot, paused code to wake), then return once `sequence` is committed.
+    case commit(_ sequence: Int64, _ dispatch: Dispatch)
+    /// Code runs: cancel it. Its end is recorded when it stops; the change returns without waiting for it.
+    case stop(Cancellation)
+    /// The task ended with the change: once `sequence` is committed, callers waiting for its root to be idle go on.
+    case commitThenSettleIdle(_ sequence: Int64)
+}
