@@ -353,5 +353,17 @@ extension PostgresTaskStore {
                 ) { try $0.decode(Int64.self) }.first ?? 0)
         }
     }
+
+    /// Gives the roots `ids` to `owner` with the bare statement a claim ends with (`UPDATE … WHERE id = ANY(…)`, in
+    /// a transaction of its own), without the claim's reads, checks and locks: what the server needs to change those
+    /// rows alone. For the bench, beside what a claim takes. Returns how many rows changed.
+    package func reassignRoots(_ ids: [String], to owner: String) async throws -> Int {
+        try await write { [self] connection in
+            try await rows(
+                "UPDATE \(names.tasks) SET owner_id = $1 WHERE id = ANY($2::text[]) RETURNING id",
+                bindings(owner, ids), connection: connection
+            ) { try $0.decode(String.self) }.count
+        }
+    }
 }
 #endif
