@@ -177,42 +177,23 @@ extension ExecutionEngine {
         span.end()
     }
 
-    /// Records how a root's run ended and gives its slot to the next root. Once the record is committed (the writer
-    /// settles it then, without a task waiting), the root waits for its next attempt, is idle, or leaves memory (it
-    /// sleeps, or another owner has it).
+    /// Records how a root's run ended (``GraphState/endRun(_:_:now:monotonicNow:random:configuration:)``), starts
+    /// the root given its slot, and counts the run.
     func end(_ handle: NodeHandle, _ result: Result<Data?, any Error>, started: TaskRecord) {
         let now = now()
         let monotonicNow = clock.now()
         // The jitter of a retry's delay; drawing it costs a system call, so only a failure draws it.
         let random = if case .failure = result { Double.random(in: 0..<1) } else { 0.0 }
-        let (retryDelay, lost, dispatch, ended) = locked {
-            state -> (Duration?, Bool, Dispatch, TaskRecord?) in
-            state.runQueue.release(handle)
-            guard let node = state.nodes[handle] else { return (nil, false, state.dispatch(now: now, monotonicNow: clock.now()), nil) }
-            // Its code has ended: it waits for no slot to go on (a resumed root cancelled while it waited for one).
-            // Left set, the queue entry of that wait would later be taken for this root's next run, whose code
-            // would then wait at its first report for ever (a retried root stuck pending).
-            node.waitsForSlot = false
-            let lost = node.effectiveStop?.reason == .leaseLost
-            var sleeps = false
-            if case .sleeping? = node.stopReason { sleeps = true }
-            let (sequence, delay) = state.finish(node, result, now: now, random: random, configuration: configuration)
-            let run = EndedRun(
-                handle: handle, retryAt: delay.map { monotonicNow + $0 }, lost: lost,
-                forget: sleeps && node.record.ownerID == nil)
-            var dispatch = Dispatch()
-            if let sequence, sequence > state.committedSequence {
-                state.endedRuns.append((sequence, run))
-            } else {
-                dispatch.effects = state.settle(run)
-            }
-            dispatch += state.dispatch(now: now, monotonicNow: clock.now())
-            return (delay, lost, dispatch, node.record)
+        let end = locked { state in
+            state.endRun(
+                handle, result, now: now, monotonicNow: monotonicNow, random: random, configuration: configuration)
         }
-        carry(dispatch)
+        carry(end.dispatch)
         // Whoever waits for this root (waitForTask, a retry by hand) waits for the commit: no batching window.
         wakeWriter(urgent: true)
-        if let ended, !lost { record(ended, startedAt: started.startedAt ?? now, now: now, retryDelay: retryDelay) }
+        if let ended = end.ended, !end.lost {
+            record(ended, startedAt: started.startedAt ?? now, now: now, retryDelay: end.retryDelay)
+        }
     }
 
     /// Counts how a run ended, times it, and logs what an operator wants to know (a retry, a failure).
@@ -249,22 +230,11 @@ extension ExecutionEngine {
         kind.durations[outcome]?.recordNanoseconds(Int64(max(0, now.timeIntervalSince(startedAt)) * 1_000_000_000))
     }
 
-    /// Gives a slot back without a run to record: a start that was not committed, or that the store refused (the
-    /// root is dropped then: another worker has it, or an operator changed it), or a root gone meanwhile.
+    /// Gives a slot back without a run to record (see ``GraphState/giveUpStart(_:now:monotonicNow:)``).
     func giveUpStart(_ handle: NodeHandle) {
         let now = now()
-        let dispatch = locked { state in
-            state.runQueue.release(handle)
-            var dispatch = Dispatch()
-            if let node = state.nodes[handle], node.conflicted || node.stopReason == .leaseLost {
-                node.runTask = nil
-                dispatch.effects = state.setIdle(node)
-                state.removeRoot(node)
-            }
-            dispatch += state.dispatch(now: now, monotonicNow: clock.now())
-            return dispatch
-        }
-        carry(dispatch)
+        let monotonicNow = clock.now()
+        carry(locked { state in state.giveUpStart(handle, now: now, monotonicNow: monotonicNow) })
     }
 
     /// Runs a node's code (a root's in the calling task, a subtask's in a task of its own, so that it can be cancelled
@@ -328,7 +298,65 @@ struct EndedRun: Sendable {
     var forget = false
 }
 
+/// What the end of a root's run leaves to do once the lock is released.
+struct RunEnd {
+    /// The freed slot's next root, and who waited for this one to be idle (when its end needed no commit).
+    var dispatch: Dispatch
+    /// The delay before its automatic retry, when one is due.
+    var retryDelay: Duration?
+    /// Another owner took it: nothing more is recorded for it here.
+    var lost = false
+    /// Its record as the run left it; `nil` when it left memory before its code ended.
+    var ended: TaskRecord?
+}
+
 extension GraphState {
+    /// Records how a root's run ended and gives its slot to the next root (their start shares the end's commit). Once
+    /// the end is committed the root is settled (``settle(_:)``): at once when nothing was written, else by the writer.
+    mutating func endRun(
+        _ handle: NodeHandle, _ result: Result<Data?, any Error>, now: Date, monotonicNow: Duration, random: Double,
+        configuration: TaskExecutor.Configuration
+    ) -> RunEnd {
+        runQueue.release(handle)
+        guard let node = nodes[handle] else {
+            return RunEnd(dispatch: dispatch(now: now, monotonicNow: monotonicNow))
+        }
+        // Its code has ended: it waits for no slot to go on (a resumed root cancelled while it waited for one). Left
+        // set, the queue entry of that wait would later be taken for this root's next run, whose code would then wait
+        // at its first report for ever (a retried root stuck pending).
+        node.waitsForSlot = false
+        let lost = node.effectiveStop?.reason == .leaseLost
+        var sleeps = false
+        if case .sleeping? = node.stopReason { sleeps = true }
+        let (sequence, delay) = finish(node, result, now: now, random: random, configuration: configuration)
+        let run = EndedRun(
+            handle: handle, retryAt: delay.map { monotonicNow + $0 }, lost: lost,
+            forget: sleeps && node.record.ownerID == nil)
+        var dispatch = Dispatch()
+        if let sequence, sequence > committedSequence {
+            endedRuns.append((sequence, run))
+        } else {
+            dispatch.effects = settle(run)
+        }
+        dispatch += self.dispatch(now: now, monotonicNow: monotonicNow)
+        return RunEnd(dispatch: dispatch, retryDelay: delay, lost: lost, ended: node.record)
+    }
+
+    /// Gives a slot back without a run to record: a start that was not committed, or that the store refused (the root
+    /// is dropped then: another worker has it, or an operator changed it), or a root gone meanwhile. The slot goes to
+    /// the next root.
+    mutating func giveUpStart(_ handle: NodeHandle, now: Date, monotonicNow: Duration) -> Dispatch {
+        runQueue.release(handle)
+        var dispatch = Dispatch()
+        if let node = nodes[handle], node.conflicted || node.stopReason == .leaseLost {
+            node.runTask = nil
+            dispatch.effects = setIdle(node)
+            removeRoot(node)
+        }
+        dispatch += self.dispatch(now: now, monotonicNow: monotonicNow)
+        return dispatch
+    }
+
     /// Settles a root whose end is committed: forgotten (another owner runs it, or it sleeps), waiting for its next
     /// attempt, or idle. Returns who waited for it to become idle, and whether the timer loop must wake (its retry is
     /// the earliest deadline).
