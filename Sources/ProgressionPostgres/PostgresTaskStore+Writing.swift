@@ -266,25 +266,20 @@ extension PostgresTaskStore {
         // The lifecycle's refusal is the caller's to see as it is, not as a store error.
         let outcome: Result<TaskChangeResult, ProgressionError> = try await write(notify: true) { [self] connection in
             let nodes = try await subtree(of: request.taskID, connection: connection, lock: true)
-            guard let before = nodes.first else {
-                throw TaskStoreError(.notFound, path: location, message: "no task with id '\(request.taskID)'")
-            }
-            var after = before
-            let event: TaskEvent?
+            let plan: TaskChangePlan
             do {
-                event = try request.applied(to: &after, path: location)
+                plan = try request.plan(over: nodes, path: location)
             } catch let error as ProgressionError {
                 return .failure(error)
             }
-            if case .remove = request.transition {
+            switch plan {
+            case .delete(let nodes, let result):
                 try await delete(nodes, connection: connection)
-                return .success(TaskChangeResult(before: before, after: nil, deleted: nodes.count))
+                return .success(result)
+            case .write(let batch, let result):
+                _ = try await apply(batch, connection: connection)
+                return .success(result)
             }
-            // Descendants of a cancelled task end with it; a job run now stops sleeping.
-            let cascade = try TaskUpdate.cascade(of: request.transition, over: nodes.dropFirst(), at: request.at)
-            let updates = [TaskUpdate(after, columns: TaskColumns.changed(from: before, to: after))] + cascade
-            _ = try await apply(TaskBatch(updates: updates, events: event.map { [$0] } ?? []), connection: connection)
-            return .success(TaskChangeResult(before: before, after: after, cascaded: cascade.count))
         }
         return try outcome.get()
     }

@@ -119,24 +119,18 @@ public actor InMemoryTaskStore: TaskStoreBackend {
 
     package func change(_ request: TaskChangeRequest) throws -> TaskChangeResult {
         try transaction { state in
-            let nodes = Self.subtree(of: request.taskID, in: state)
-            guard let before = nodes.first else {
-                throw TaskStoreError(.notFound, message: "no task with id '\(request.taskID)'")
-            }
-            var after = before
-            let event = try request.applied(to: &after, path: nil)
-            if case .remove = request.transition {
+            switch try request.plan(over: Self.subtree(of: request.taskID, in: state), path: nil) {
+            case .delete(let nodes, let result):
                 let ids = Set(nodes.map(\.id))
                 for id in ids { state.remove(id) }
                 state.events.removeAll { ids.contains($0.taskID) }
-                return TaskChangeResult(before: before, after: nil, deleted: nodes.count)
+                return result
+            case .write(let batch, var result):
+                for update in batch.updates { try Self.put(update.record, into: &state) }
+                try Self.append(batch.events, to: &state)
+                result.after = state.tasks[result.before.id]
+                return result
             }
-            try Self.put(after, into: &state)
-            // Descendants of a cancelled task end with it; a job run now stops sleeping.
-            let cascade = try TaskUpdate.cascade(of: request.transition, over: nodes.dropFirst(), at: request.at)
-            for update in cascade { try Self.put(update.record, into: &state) }
-            try Self.append(event.map { [$0] } ?? [], to: &state)
-            return TaskChangeResult(before: before, after: state.tasks[after.id], cascaded: cascade.count)
         }
     }
 

@@ -115,21 +115,14 @@ extension SQLiteTaskStore {
 
     package func change(_ request: TaskChangeRequest) async throws -> TaskChangeResult {
         try await write { connection in
-            let nodes = try subtree(of: request.taskID, connection: connection)
-            guard let before = nodes.first else {
-                throw TaskStoreError(.notFound, path: path, message: "no task with id '\(request.taskID)'")
-            }
-            var after = before
-            let event = try request.applied(to: &after, path: path)
-            if case .remove = request.transition {
+            switch try request.plan(over: try subtree(of: request.taskID, connection: connection), path: path) {
+            case .delete(let nodes, let result):
                 try delete(nodes, connection: connection)
-                return TaskChangeResult(before: before, after: nil, deleted: nodes.count)
+                return result
+            case .write(let batch, let result):
+                _ = try apply(batch, connection: connection)
+                return result
             }
-            // Descendants of a cancelled task end with it; a job run now stops sleeping.
-            let cascade = try TaskUpdate.cascade(of: request.transition, over: nodes.dropFirst(), at: request.at)
-            let updates = [TaskUpdate(after, columns: TaskColumns.changed(from: before, to: after))] + cascade
-            _ = try apply(TaskBatch(updates: updates, events: event.map { [$0] } ?? []), connection: connection)
-            return TaskChangeResult(before: before, after: after, cascaded: cascade.count)
         }
     }
 

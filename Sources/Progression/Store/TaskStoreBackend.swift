@@ -286,6 +286,46 @@ package struct TaskChangeRequest: Sendable, Hashable {
     }
 }
 
+/// What a change does to the stored subtree of its task, decided once for every store: each store reads the subtree
+/// (the task first, then its descendants in tree order) in its transaction and carries the plan out there, so the
+/// checks, the lifecycle, the cascade to descendants and the result are written once (``TaskChangeRequest/plan(over:path:)``).
+package enum TaskChangePlan: Sendable {
+    /// A removal: delete `nodes` (the subtree, in tree order) and their history.
+    case delete(_ nodes: [TaskRecord], TaskChangeResult)
+    /// Write `batch`: the task's changed columns, its descendants' (cancelled with it, or run now), and its event.
+    case write(TaskBatch, TaskChangeResult)
+
+    package var result: TaskChangeResult {
+        switch self {
+        case .delete(_, let result), .write(_, let result): result
+        }
+    }
+}
+
+extension TaskChangeRequest {
+    /// Plans this change over the stored subtree of its task (`nodes`: the task first, then its descendants in tree
+    /// order).
+    ///
+    /// - Throws: ``TaskStoreError`` `notFound` (no task) or `conflict` (it changed since it was read);
+    ///   ``ProgressionError``: the lifecycle's refusal.
+    package func plan(over nodes: [TaskRecord], path: String?) throws -> TaskChangePlan {
+        guard let before = nodes.first else {
+            throw TaskStoreError(.notFound, path: path, message: "no task with id '\(taskID)'")
+        }
+        var after = before
+        let event = try applied(to: &after, path: path)
+        if case .remove = transition {
+            return .delete(nodes, TaskChangeResult(before: before, after: nil, deleted: nodes.count))
+        }
+        // Descendants of a cancelled task end with it; a job run now stops sleeping.
+        let cascade = try TaskUpdate.cascade(of: transition, over: nodes.dropFirst(), at: at)
+        let updates = [TaskUpdate(after, columns: TaskColumns.changed(from: before, to: after))] + cascade
+        return .write(
+            TaskBatch(updates: updates, events: event.map { [$0] } ?? []),
+            TaskChangeResult(before: before, after: after, cascaded: cascade.count))
+    }
+}
+
 /// What a change did.
 package struct TaskChangeResult: Sendable, Hashable {
     /// The task before the change.
