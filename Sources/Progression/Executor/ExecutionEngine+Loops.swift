@@ -45,39 +45,11 @@ extension ExecutionEngine {
     }
 
     func fireTimers() {
-        let now = clock.now()
-        let date = self.now()
-        let (dispatch, cancellation) = locked { state -> (Dispatch, Cancellation) in
-            var effects = GraphEffects()
-            var cancellation = Cancellation()
-            for action in state.timers.due(at: now) {
-                switch action {
-                case .timeout(let handle):
-                    guard let node = state.nodes[handle], let execution = node.execution,
-                        let timeout = node.record.options.timeout
-                    else { continue }
-                    let remaining = timeout - execution.activeTime(now: now)
-                    if remaining > .zero {
-                        // Paused time does not count: look again when the rest could have run out.
-                        if state.timers.add(.timeout(handle), at: now + remaining) { effects.wakesTimers = true }
-                    } else {
-                        cancellation.actions += Self.stop(node, .timedOut(timeout)).actions
-                    }
-                case .retry(let handle):
-                    guard let node = state.nodes[handle], node.phase == .delayed else { continue }
-                    guard node.record.status == .pending, !state.isShutDown else {
-                        effects += state.setIdle(node)
-                        continue
-                    }
-                    state.enqueue(node)
-                }
-            }
-            var dispatch = state.dispatch(now: date, monotonicNow: now)
-            dispatch.effects += effects
-            return (dispatch, cancellation)
-        }
-        cancellation.run()
-        carry(dispatch)
+        let monotonicNow = clock.now()
+        let now = now()
+        let fired = locked { state in state.fireTimers(now: now, monotonicNow: monotonicNow) }
+        fired.cancellation.run()
+        carry(fired.dispatch)
     }
 
     /// Publishes the graph when it changed, at most once per publish interval, and only while someone listens.
