@@ -16,9 +16,17 @@ extension ExecutionEngine {
         let action = try locked { state throws(ProgressionError) in
             try state.apply(change, to: taskID, now: now, monotonicNow: monotonicNow)
         }
+        try await carryOut(action, taskID, elsewhere: change.request)
+    }
+
+    /// Carries out what a user's change of the graph left to do (`elsewhere`: the request to make where the task is,
+    /// when it is not in memory).
+    private func carryOut(
+        _ action: UserChangeAction, _ taskID: String, elsewhere request: ControlRequest.Action
+    ) async throws {
         switch action {
         case .elsewhere:
-            try await changeElsewhere(taskID, change.request)
+            try await changeElsewhere(taskID, request)
         case .commit(let sequence, let dispatch):
             carry(dispatch)
             try await waitForCommit(sequence)
@@ -129,31 +137,14 @@ extension ExecutionEngine {
     ///
     /// - Throws: `notFound`, `notRetryable`.
     func retry(_ taskID: String) async throws {
-        // A root that runs is refused at once, unless it is being stopped (a retry right after a cancel): then its run
-        // is waited for.
-        try locked { state throws(ProgressionError) in
-            guard let node = state.node(id: taskID) else { throw ProgressionError.notFound(taskID: taskID) }
-            if !node.record.status.isFinished, node.stopReason == nil {
-                _ = try TaskLifecycle.outcome(
-                    of: .retry, status: node.record.status, options: node.record.options, isRoot: node.isRoot,
-                    hasKind: node.record.kind != nil, taskID: taskID, by: .user)
-            }
-        }
+        try locked { state throws(ProgressionError) in try state.checkRetry(taskID) }
         await waitUntilIdle(taskID)
         let now = now()
-        let (sequence, dispatch) = try locked {
-            state throws(ProgressionError) -> (Int64, Dispatch) in
-            guard let node = state.node(id: taskID) else { throw ProgressionError.notFound(taskID: taskID) }
-            guard node.phase == .idle else {
-                throw ProgressionError.notRetryable(taskID: taskID, reason: "it is \(node.record.status)")
-            }
-            let sequence = try state.transition(node, .retry, by: .user, now: now)
-            state.prepareRun(node)
-            state.enqueue(node)
-            return (sequence, state.dispatch(now: now, monotonicNow: clock.now()))
+        let monotonicNow = clock.now()
+        let action = try locked { state throws(ProgressionError) in
+            try state.retry(taskID, now: now, monotonicNow: monotonicNow)
         }
-        carry(dispatch)
-        try await waitForCommit(sequence)
+        try await carryOut(action, taskID, elsewhere: .retry)
     }
 
     /// Waits until a root is idle: its code has ended and its end is committed, and it waits for no automatic retry

@@ -187,6 +187,36 @@ struct UserChangeTests {
         #expect(graph.root.stopReason == nil)
     }
 
+    /// A retry, in its two steps: the check before waiting for the root to be idle, and the retry of an idle root.
+    /// A failed root runs again at once on the free slot, attempt 2; a running root is refused at once unless it is
+    /// being stopped (its run is then waited for); a root whose run has not ended is not retried.
+    @Test func aRetryRunsAnIdleEndedRootAgainAndRefusesARunningOne() throws {
+        var failed = Graph(.finished)
+        failed.root.record.status = .failed
+        failed.root.record.options.canRetry = true
+        try failed.state.checkRetry("root")
+        guard
+            case .commit(_, let dispatch) = try failed.state.retry(
+                "root", now: Date(timeIntervalSince1970: 2_000), monotonicNow: .seconds(10))
+        else {
+            Issue.record("a retry commits")
+            return
+        }
+        #expect(dispatch.launches == [failed.root.handle])
+        #expect(failed.root.record.status == .running && failed.root.record.attempt == 2)
+        #expect(failed.state.runQueue.slots == [failed.root.handle])
+
+        var running = Graph(.running)
+        #expect(throws: ProgressionError.self) { try running.state.checkRetry("root") }
+        running.root.stopReason = .cancelled
+        try running.state.checkRetry("root")
+        #expect(throws: ProgressionError.self) {
+            try running.state.retry("root", now: Date(timeIntervalSince1970: 2_000), monotonicNow: .seconds(10))
+        }
+        #expect(running.root.record.attempt == 1)
+        #expect(throws: ProgressionError.self) { try running.state.checkRetry("unknown") }
+    }
+
     /// A change of a task this executor does not hold is made where the task is, and changes nothing here.
     @Test(arguments: UserChange.allCases)
     func aTaskNotInMemoryIsChangedElsewhere(change: UserChange) {

@@ -103,6 +103,38 @@ extension GraphState {
     }
 }
 
+extension GraphState {
+    /// Whether a retry of `taskID` may wait for the root to be idle: a root that runs is refused at once, unless it is
+    /// being stopped (a retry right after a cancel), whose run is then waited for.
+    ///
+    /// - Throws: `notFound`; the lifecycle's refusal (`notRetryable`, `invalidState`).
+    func checkRetry(_ taskID: String) throws(ProgressionError) {
+        guard let node = node(id: taskID) else { throw ProgressionError.notFound(taskID: taskID) }
+        if !node.record.status.isFinished, node.stopReason == nil {
+            _ = try TaskLifecycle.outcome(
+                of: .retry, status: node.record.status, options: node.record.options, isRoot: node.isRoot,
+                hasKind: node.record.kind != nil, taskID: taskID, by: .user)
+        }
+    }
+
+    /// Runs an idle failed or cancelled root again, attempt + 1 (its completed subtasks are skipped): it is queued,
+    /// and started when a slot is free.
+    ///
+    /// - Throws: `notFound`; `notRetryable` (its run has not ended); the lifecycle's refusal.
+    mutating func retry(
+        _ taskID: String, now: Date, monotonicNow: Duration
+    ) throws(ProgressionError) -> UserChangeAction {
+        guard let node = node(id: taskID) else { throw ProgressionError.notFound(taskID: taskID) }
+        guard node.phase == .idle else {
+            throw ProgressionError.notRetryable(taskID: taskID, reason: "it is \(node.record.status)")
+        }
+        let sequence = try transition(node, .retry, by: .user, now: now)
+        prepareRun(node)
+        enqueue(node)
+        return .commit(sequence, dispatch(now: now, monotonicNow: monotonicNow))
+    }
+}
+
 /// A change a user (the API, an operator's request to this owner) asks of one task.
 enum UserChange: String, Sendable, CaseIterable {
     case pause, resume, cancel, runNow
