@@ -79,15 +79,11 @@ extension ExecutionEngine {
             do { data = try codec.encode(value) } catch { result = .failure(error) }
         }
         let finished = now()
-        let (sequence, timedOut) = locked { state -> (Int64?, Duration?) in
-            guard let node = state.nodes[child] else { return (nil, nil) }
-            let (sequence, _) = state.finish(
-                node, result.map { _ in data }, now: finished, random: 0, configuration: configuration)
-            if case .timedOut(let timeout)? = node.stopReason { return (sequence, timeout) }
-            return (sequence, nil)
+        let ended = locked { state in
+            state.endChild(child, result.map { _ in data }, now: finished, configuration: configuration)
         }
         Self.end(span, result)
-        if let sequence { try await waitForCommit(sequence) }
+        if let sequence = ended.sequence { try await waitForCommit(sequence) }
         // Its end was not written: another owner holds its root now (fencing), and may run it again.
         try checkNotFenced(parent)
         switch result {
@@ -96,7 +92,7 @@ extension ExecutionEngine {
         case .failure(let error):
             // The parent itself is being cancelled: cancellation goes on up as it is.
             if Task.isCancelled { throw CancellationError() }
-            if let timedOut {
+            if let timedOut = ended.timedOut {
                 throw ProgressionError.subtaskFailed(name: name, underlying: TaskTimeoutError(timeout: timedOut))
             }
             if case ProgressionError.subtaskFailed = error { throw error }

@@ -45,30 +45,14 @@ extension ExecutionEngine {
     ///   ``ProgressionError/shutDown``; nothing is added then.
     func addRoots(_ roots: [NewRoot]) throws(ProgressionError) -> (handles: [NodeHandle], sequence: Int64) {
         let now = now()
-        let (handles, sequence, dispatch) = try locked {
-            state throws(ProgressionError) -> ([NodeHandle], Int64, Dispatch) in
-            guard !state.isShutDown else { throw ProgressionError.shutDown }
-            for root in roots where state.handles[root.record.id] != nil {
-                throw ProgressionError.duplicateID(root.record.id)
-            }
-            var handles: [NodeHandle] = []
-            handles.reserveCapacity(roots.count)
-            for root in roots {
-                let node = state.addRoot(root.record, stored: false)
-                node.body = root.body
-                state.append(
-                    TaskEvent(
-                        taskID: root.record.id, rootID: root.record.id, kind: .created, at: root.record.createdAt,
-                        attempt: root.record.attempt, message: root.record.name))
-                if root.record.status != .paused { state.enqueue(node) }
-                handles.append(node.handle)
-            }
-            return (handles, state.changeSequence, state.dispatch(now: now, monotonicNow: clock.now()))
+        let monotonicNow = clock.now()
+        let added = try locked { state throws(ProgressionError) in
+            try state.addRoots(roots, now: now, monotonicNow: monotonicNow)
         }
-        carry(dispatch)
+        carry(added.dispatch)
         wakeWriter(urgent: true)
         for root in roots { metrics.kind(root.record.kind).submitted.increment() }
-        return (handles, sequence)
+        return (added.handles, added.sequence)
     }
 
     /// Waits for new roots' rows to be committed. Those whose identity was taken are removed from memory and their ids
@@ -298,6 +282,22 @@ struct EndedRun: Sendable {
     var forget = false
 }
 
+/// Roots added to the graph: their handles, the sequence that commits their rows (with the starts of those that got a
+/// slot at once), and what to carry out.
+struct RootsAdded {
+    var handles: [NodeHandle]
+    var sequence: Int64
+    var dispatch: Dispatch
+}
+
+/// A subtask's end, recorded.
+struct ChildEnd {
+    /// The sequence to wait for; `nil` when nothing was written (another owner holds its root, or it left memory).
+    var sequence: Int64?
+    /// The timeout that stopped it, when its own timeout did.
+    var timedOut: Duration?
+}
+
 /// What the end of a root's run leaves to do once the lock is released.
 struct RunEnd {
     /// The freed slot's next root, and who waited for this one to be idle (when its end needed no commit).
@@ -311,6 +311,43 @@ struct RunEnd {
 }
 
 extension GraphState {
+    /// Adds roots whose rows the writer inserts with its next batch: each with its `created` event, queued for a slot
+    /// unless it is paused; those that get a slot at once start in the same commit.
+    ///
+    /// - Throws: ``ProgressionError/shutDown``, ``ProgressionError/duplicateID(_:)`` when a root with one of the ids
+    ///   is in memory; nothing is added then.
+    mutating func addRoots(
+        _ roots: [NewRoot], now: Date, monotonicNow: Duration
+    ) throws(ProgressionError) -> RootsAdded {
+        guard !isShutDown else { throw ProgressionError.shutDown }
+        for root in roots where handles[root.record.id] != nil {
+            throw ProgressionError.duplicateID(root.record.id)
+        }
+        var added: [NodeHandle] = []
+        added.reserveCapacity(roots.count)
+        for root in roots {
+            let node = addRoot(root.record, stored: false)
+            node.body = root.body
+            append(
+                TaskEvent(
+                    taskID: root.record.id, rootID: root.record.id, kind: .created, at: root.record.createdAt,
+                    attempt: root.record.attempt, message: root.record.name))
+            if root.record.status != .paused { enqueue(node) }
+            added.append(node.handle)
+        }
+        return RootsAdded(handles: added, sequence: changeSequence, dispatch: dispatch(now: now, monotonicNow: monotonicNow))
+    }
+
+    /// Records how a subtask's run ended (its parent's code goes on from here).
+    mutating func endChild(
+        _ handle: NodeHandle, _ result: Result<Data?, any Error>, now: Date, configuration: TaskExecutor.Configuration
+    ) -> ChildEnd {
+        guard let node = nodes[handle] else { return ChildEnd() }
+        let (sequence, _) = finish(node, result, now: now, random: 0, configuration: configuration)
+        if case .timedOut(let timeout)? = node.stopReason { return ChildEnd(sequence: sequence, timedOut: timeout) }
+        return ChildEnd(sequence: sequence)
+    }
+
     /// Records how a root's run ended and gives its slot to the next root (their start shares the end's commit). Once
     /// the end is committed the root is settled (``settle(_:)``): at once when nothing was written, else by the writer.
     mutating func endRun(

@@ -129,6 +129,31 @@ struct RunEndTests {
         #expect(graph.root.record.status == .cancelled)
     }
 
+    /// A subtask stopped by its own timeout fails, and says which timeout; once its root is lost to another owner,
+    /// a subtask's end is not written at all (there is nothing to wait for).
+    @Test func aSubtaskEndsWithItsTimeoutNamedAndWritesNothingOnceItsRootIsLost() {
+        var graph = Graph()
+        func step(_ id: String) -> TaskNode {
+            graph.state.addChild(
+                TaskRecord(
+                    id: id, parentID: "root", rootID: "root", name: id, status: .running,
+                    createdAt: Date(timeIntervalSince1970: 1_000)),
+                to: graph.root)
+        }
+        let configuration = TaskExecutor.Configuration()
+        let now = Date(timeIntervalSince1970: 2_000)
+        let timed = step("root.1")
+        timed.stopReason = .timedOut(.seconds(2))
+        let ended = graph.state.endChild(timed.handle, .failure(CancellationError()), now: now, configuration: configuration)
+        #expect(ended.timedOut == .seconds(2) && ended.sequence != nil)
+        #expect(timed.record.status == .failed)
+        let orphan = step("root.2")
+        graph.root.stopReason = .leaseLost
+        let lost = graph.state.endChild(orphan.handle, .success(nil), now: now, configuration: configuration)
+        #expect(lost.sequence == nil && lost.timedOut == nil)
+        #expect(orphan.record.status == .running)
+    }
+
     /// A root that left memory while its code ran (removed): its slot still goes to the next root.
     @Test func theSlotOfARootGoneFromMemoryGoesToTheNextRoot() {
         var graph = Graph()
