@@ -249,20 +249,9 @@ extension ExecutionEngine {
     /// Marks a node's code as running and arms its timeout. Returns whether it was asked to stop already.
     func beginExecution(_ handle: NodeHandle, cancel: (@Sendable () -> Void)?) -> Bool {
         let now = clock.now()
-        let (stopped, effects) = locked { state -> (Bool, GraphEffects) in
-            guard let node = state.nodes[handle] else { return (true, GraphEffects()) }
-            // A root's code runs in its run task, which `stop` cancels.
-            node.execution = Execution(
-                cancel: cancel ?? {}, startedAt: now, pausedSince: node.isEffectivelyPaused ? now : nil)
-            node.rate.restart()
-            var effects = GraphEffects()
-            if let timeout = node.record.options.timeout {
-                effects.wakesTimers = state.timers.add(.timeout(handle), at: now + timeout)
-            }
-            return (node.effectiveStop != nil, effects)
-        }
-        perform(effects)
-        return stopped
+        let begun = locked { state in state.beginExecution(handle, cancel: cancel, now: now) }
+        perform(begun.effects)
+        return begun.stopped
     }
 
     private func endExecution(_ handle: NodeHandle) {
@@ -336,6 +325,23 @@ extension GraphState {
             added.append(node.handle)
         }
         return RootsAdded(handles: added, sequence: changeSequence, dispatch: dispatch(now: now, monotonicNow: monotonicNow))
+    }
+
+    /// Marks a node's code as running and arms its timeout (on the executor's clock). Returns whether it was asked to
+    /// stop already, and whether the timer loop must wake for the timeout.
+    mutating func beginExecution(
+        _ handle: NodeHandle, cancel: (@Sendable () -> Void)?, now: Duration
+    ) -> (stopped: Bool, effects: GraphEffects) {
+        guard let node = nodes[handle] else { return (true, GraphEffects()) }
+        // A root's code runs in its run task, which `stop` cancels.
+        node.execution = Execution(
+            cancel: cancel ?? {}, startedAt: now, pausedSince: node.isEffectivelyPaused ? now : nil)
+        node.rate.restart()
+        var effects = GraphEffects()
+        if let timeout = node.record.options.timeout {
+            effects.wakesTimers = timers.add(.timeout(handle), at: now + timeout)
+        }
+        return (node.effectiveStop != nil, effects)
     }
 
     /// Records how a subtask's run ended (its parent's code goes on from here).

@@ -75,16 +75,14 @@ actor StoreWriter {
         let now = engine.now()
         let interval = engine.configuration.progressSampleInterval.seconds
         let owner = engine.ownerID
-        let (taken, committed) = engine.locked { state -> (GraphState.TakenBatch?, GraphState.Committed?) in
-            state.urgent = false
-            if let taken = state.takeBatch(now: now, sampleInterval: interval, owner: owner) { return (taken, nil) }
-            return (nil, state.committed(upTo: state.changeSequence))
-        }
-        if let committed {
+        switch engine.locked({ state in state.takeWrites(now: now, sampleInterval: interval, owner: owner) }) {
+        case .batch(let taken):
+            return taken
+        case .allCommitted(let committed):
             engine.perform(committed.effects)
             for waiter in committed.waiters { waiter.resume() }
+            return nil
         }
-        return taken
     }
 
     /// Stores one batch; returns whether it committed.

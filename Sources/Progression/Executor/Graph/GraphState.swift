@@ -4,8 +4,11 @@ import Foundation
 /// an extension: the tree (`TaskTree.swift`), progress (`ProgressAggregation.swift`), pauses (`PauseGate.swift`),
 /// what the writer stores next (`WriteSet.swift`) and snapshots (`Snapshots.swift`); its parts with no other state
 /// of their own are values with their own tests: the commits and who waits for them (`CommitLedger.swift`), the run
-/// queue with its slots and the timers (`RunQueue.swift`). A change that leaves something to do outside the lock
-/// returns it (``GraphEffects``, ``Dispatch``, ``GraphState/Committed``).
+/// queue with its slots and the timers (`RunQueue.swift`). The decisions are its functions, each tested on the state
+/// alone: a user's pause, resume, cancel, run-now and retry (`UserChanges.swift`), roots added, a run's end and a
+/// subtask's (`ExecutionEngine+Roots.swift`), the timers coming due (`TimerFiring.swift`). A change that leaves
+/// something to do outside the lock returns it (``UserChangeAction``, ``RunEnd``, ``GraphState/TimersFired``,
+/// ``Dispatch``, ``GraphEffects``, ``GraphState/Committed``), and the engine carries it out.
 struct GraphState {
     // The tree.
     var nextHandle = 1

@@ -61,6 +61,22 @@ extension GraphState {
         return TakenBatch(batch: batch, sequence: changeSequence, samples: samples.count)
     }
 
+    /// What the writer finds when it looks for work.
+    enum Writes {
+        /// A batch to store.
+        case batch(TakenBatch)
+        /// Nothing changed: everything is committed, and who waited for it is to be resumed.
+        case allCommitted(Committed)
+    }
+
+    /// The writer's next batch, or (nothing changed) everything committed. A request for an urgent commit is served
+    /// by this look.
+    mutating func takeWrites(now: Date, sampleInterval: TimeInterval, owner: String) -> Writes {
+        urgent = false
+        if let taken = takeBatch(now: now, sampleInterval: sampleInterval, owner: owner) { return .batch(taken) }
+        return .allCommitted(committed(upTo: changeSequence))
+    }
+
     /// What a commit leaves to do once the lock is released.
     struct Committed {
         /// Who waited for the commit.
