@@ -115,31 +115,44 @@ extension ExecutionEngine {
     /// queued, paused and waiting roots are handed back now. Returns the tasks to wait for.
     func beginShutdown() -> (running: [Task<Void, Never>], loading: [Task<Void, Never>]) {
         let now = now()
-        let (running, cancellation, effects) = locked { state -> ([Task<Void, Never>], Cancellation, GraphEffects) in
-            state.isShutDown = true
-            _ = state.runQueue.drain()
-            _ = state.timers.removeAll()
-            var running: [Task<Void, Never>] = []
-            var cancellation = Cancellation()
-            var effects = GraphEffects()
-            for root in state.roots where !root.record.status.isFinished {
-                if root.phase == .running || root.phase == .suspended || root.execution != nil {
-                    cancellation.actions += Self.stop(root, .shutdown).actions
-                    if let task = root.runTask { running.append(task) }
-                } else {
-                    // Queued, paused or waiting for its next attempt: handed back (a paused one stays paused); a job
-                    // queued unowned is the store's already.
-                    if root.committed.ownerID != nil {
-                        _ = try? state.transition(root, .release, by: .system, now: now, silent: true)
-                    }
-                    effects += state.setIdle(root)
+        let stopping = locked { state in state.beginShutdown(now: now) }
+        perform(stopping.effects)
+        stopping.cancellation.run()
+        return (stopping.running, [])
+    }
+}
+
+extension GraphState {
+    /// What a graceful stop's first step leaves to do once the lock is released.
+    struct ShutdownBegun {
+        /// The run tasks of roots whose code was asked to stop: the stop waits for them (within its grace period).
+        var running: [Task<Void, Never>] = []
+        var cancellation = Cancellation()
+        /// Callers of roots handed back (idle now).
+        var effects = GraphEffects()
+    }
+
+    /// No new work: the queue and the timers are emptied; roots whose code runs (or waits, paused) are asked to stop
+    /// (their code records a release); queued, paused and waiting roots are handed back now.
+    mutating func beginShutdown(now: Date) -> ShutdownBegun {
+        isShutDown = true
+        _ = runQueue.drain()
+        _ = timers.removeAll()
+        var begun = ShutdownBegun()
+        for root in roots where !root.record.status.isFinished {
+            if root.phase == .running || root.phase == .suspended || root.execution != nil {
+                begun.cancellation.actions += ExecutionEngine.stop(root, .shutdown).actions
+                if let task = root.runTask { begun.running.append(task) }
+            } else {
+                // Queued, paused or waiting for its next attempt: handed back (a paused one stays paused); a job
+                // queued unowned is the store's already.
+                if root.committed.ownerID != nil {
+                    _ = try? transition(root, .release, by: .system, now: now, silent: true)
                 }
+                begun.effects += setIdle(root)
             }
-            return (running, cancellation, effects)
         }
-        perform(effects)
-        cancellation.run()
-        return (running, [])
+        return begun
     }
 }
 

@@ -1,0 +1,74 @@
+import Foundation
+import Testing
+
+@testable import Progression
+
+/// A graceful stop's first step on the graph alone (`GraphState.beginShutdown`): for each phase a root can be in,
+/// whether its code is asked to stop or it is handed back at once, and what it is then.
+struct ShutdownBegunTests {
+    struct Root: Equatable, CustomStringConvertible {
+        var status: TaskStatus
+        var owner: String?
+        var phase: RootPhase
+        var stopped: Bool
+
+        var description: String { "\(status), owner \(owner ?? "none"), \(phase), stopped \(stopped)" }
+    }
+
+    @Test func runningCodeIsAskedToStopAndEverythingElseIsHandedBack() {
+        let (_, wake) = AsyncStream<Void>.makeStream()
+        var state = GraphState(
+            ownerID: "owner", maxConcurrentTasks: 2, writerWake: wake, eventBacklogLimit: 1_000, writerLagTolerance: 1)
+        func add(_ id: String, _ status: TaskStatus, owner: String? = "owner", _ phase: RootPhase) -> TaskNode {
+            let node = state.addRoot(
+                TaskRecord(
+                    id: id, name: id, kind: "job", options: .interactive, status: status, ownerID: owner,
+                    createdAt: Date(timeIntervalSince1970: 1_000), startedAt: status == .pending ? nil : .distantPast,
+                    finishedAt: status.isFinished ? .distantPast : nil),
+                stored: true)
+            node.body = { _ in nil }
+            if phase == .queued { state.enqueue(node) } else { node.phase = phase }
+            return node
+        }
+        let running = add("running", .running, .running)
+        _ = state.runQueue.take(running.handle)
+        _ = add("suspended", .paused, .suspended)
+        _ = add("queued", .pending, .queued)
+        _ = add("queued unowned", .pending, owner: nil, .queued)
+        let delayed = add("delayed", .pending, .delayed)
+        _ = state.timers.add(.retry(delayed.handle), at: .seconds(30))
+        _ = add("paused", .paused, .idle)
+        _ = add("done", .completed, .idle)
+        let before = state.changeSequence
+
+        let begun = state.beginShutdown(now: Date(timeIntervalSince1970: 2_000))
+
+        var roots: [String: Root] = [:]
+        for root in state.roots {
+            roots[root.record.id] = Root(
+                status: root.record.status, owner: root.record.ownerID, phase: root.phase,
+                stopped: root.stopReason == .shutdown)
+        }
+        #expect(
+            roots == [
+                // Its code records a release when it stops.
+                "running": Root(status: .running, owner: "owner", phase: .running, stopped: true),
+                "suspended": Root(status: .paused, owner: "owner", phase: .suspended, stopped: true),
+                // Handed back now: any worker may take it.
+                "queued": Root(status: .pending, owner: nil, phase: .idle, stopped: false),
+                "queued unowned": Root(status: .pending, owner: nil, phase: .idle, stopped: false),
+                "delayed": Root(status: .pending, owner: nil, phase: .idle, stopped: false),
+                // A paused one stays paused, given back.
+                "paused": Root(status: .paused, owner: nil, phase: .idle, stopped: false),
+                "done": Root(status: .completed, owner: "owner", phase: .idle, stopped: false),
+            ])
+        #expect(state.isShutDown && state.runQueue.queued == 0 && state.timers.earliest == nil)
+        // The three owned roots handed back are written (silently); the unowned one is the store's already.
+        #expect(state.changeSequence > before)
+        #expect(state.events.isEmpty, "a hand-back at a stop writes no event")
+        #expect(begun.running.isEmpty, "no run task in this graph: none to wait for")
+        #expect(
+            state.dispatch(now: Date(timeIntervalSince1970: 2_000), monotonicNow: .seconds(1)).launches.isEmpty,
+            "a stopped executor starts nothing")
+    }
+}
