@@ -5,8 +5,9 @@ import Synchronization
 /// Control: pause, resume, cancel, retry and remove, each through the lifecycle; and waiting for a root to be idle.
 extension ExecutionEngine {
     /// Pauses, resumes, cancels or runs now a task: decided on the graph (``GraphState/apply(_:to:now:monotonicNow:)``)
-    /// and carried out here. A pause or resume returns once its state is committed; a cancel of running code returns
-    /// without waiting for the code to stop. A task not in memory is changed where it is (see
+    /// and carried out here. A pause, resume or run-now returns once its state is committed; a cancel of running code
+    /// returns without waiting for the code to stop, and a cancel of a task with no code under way once the cancel is
+    /// committed (callers waiting for its root are then resumed). A task not in memory is changed where it is (see
     /// ``changeElsewhere(_:_:)``).
     ///
     /// - Throws: `notFound`; the lifecycle's refusal (`notPausable`, `notCancellable`, `invalidState`).

@@ -355,7 +355,8 @@ extension GraphState {
     }
 
     /// Records how a root's run ended and gives its slot to the next root (their start shares the end's commit). Once
-    /// the end is committed the root is settled (``settle(_:)``): at once when nothing was written, else by the writer.
+    /// the end is committed the root is settled (``settle(_:)``): at once when nothing was written or it is committed
+    /// already, else by the writer.
     mutating func endRun(
         _ handle: NodeHandle, _ result: Result<Data?, any Error>, now: Date, monotonicNow: Duration, random: Double,
         configuration: TaskExecutor.Configuration

@@ -33,18 +33,22 @@ struct AddRootsTests {
         #expect(ids == ["a", "b", "c", "d"])
         // The higher priority first, then the oldest queued: two slots.
         #expect(added.dispatch.launches.map { state.nodes[$0]!.record.id } == ["d", "a"])
-        // The sequence to wait for covers the inserts; the starts are staged under the same lock, so the batch that
-        // takes the inserts takes them too (a batch takes everything changed so far).
-        #expect(added.sequence <= state.changeSequence)
-        #expect(state.node(id: "a")?.staged?.status == .running && state.node(id: "d")?.staged?.status == .running)
         let status = Dictionary(uniqueKeysWithValues: state.roots.map { ($0.record.id, $0.record.status) })
         #expect(status == ["a": .running, "b": .paused, "c": .pending, "d": .running])
         #expect(state.node(id: "a")?.record.ownerID == "owner", "a root started here is this owner's")
         #expect(state.node(id: "b")?.phase == .idle)
         #expect(state.node(id: "c")?.phase == .queued)
         #expect(state.events.filter { $0.kind == .created }.map(\.taskID) == ["a", "b", "c", "d"])
-        // Written as inserts with the next batch, shown only once committed.
+        // Written as inserts with the next batch, shown only once committed. The sequence to wait for is the
+        // inserts'; the starts are staged under the same lock, so the batch that takes the inserts takes them too.
         #expect(state.roots.allSatisfy { !$0.stored && $0.hidden })
+        let batch = state.takeBatch(now: Date(timeIntervalSince1970: 2_000), sampleInterval: 1, owner: "owner")
+        let taken = try #require(batch)
+        #expect(taken.sequence >= added.sequence)
+        #expect(taken.batch.inserts.map(\.id) == ["a", "b", "c", "d"])
+        #expect(taken.batch.inserts.map(\.status) == [.running, .paused, .pending, .running])
+        let next = state.takeBatch(now: Date(timeIntervalSince1970: 2_000), sampleInterval: 1, owner: "owner")
+        #expect(next == nil, "nothing is left for another batch")
     }
 
     @Test func aDuplicateIdOrAStoppedExecutorAddsNothing() throws {

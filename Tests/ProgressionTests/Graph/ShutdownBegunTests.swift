@@ -1,4 +1,5 @@
 import Foundation
+import ProgressionTestSupport
 import Testing
 
 @testable import Progression
@@ -32,6 +33,10 @@ struct ShutdownBegunTests {
         }
         let running = add("running", .running, .running)
         _ = state.runQueue.take(running.handle)
+        let cancelled = Counter()
+        running.execution = Execution(cancel: { cancelled.increment() }, startedAt: .zero, pausedSince: nil)
+        let runTask = Task<Void, Never> {}
+        running.runTask = runTask
         _ = add("suspended", .paused, .suspended)
         _ = add("queued", .pending, .queued)
         _ = add("queued unowned", .pending, owner: nil, .queued)
@@ -64,9 +69,14 @@ struct ShutdownBegunTests {
             ])
         #expect(state.isShutDown && state.runQueue.queued == 0 && state.timers.earliest == nil)
         // The three owned roots handed back are written (silently); the unowned one is the store's already.
+        #expect(Set(state.dirtyNodes.map(\.record.id)) == ["queued", "delayed", "paused"])
         #expect(state.changeSequence > before)
         #expect(state.events.isEmpty, "a hand-back at a stop writes no event")
-        #expect(begun.running.isEmpty, "no run task in this graph: none to wait for")
+        // The running root's code is cancelled once the lock is released, and its run task waited for.
+        #expect(cancelled.count == 0)
+        begun.cancellation.run()
+        #expect(cancelled.count == 1)
+        #expect(begun.running.count == 1)
         #expect(
             state.dispatch(now: Date(timeIntervalSince1970: 2_000), monotonicNow: .seconds(1)).launches.isEmpty,
             "a stopped executor starts nothing")

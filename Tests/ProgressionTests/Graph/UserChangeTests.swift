@@ -142,6 +142,8 @@ struct UserChangeTests {
         // The same with the slot taken: a resume waits in the queue, pending, and its code with it.
         (.suspendedSlotTaken, .resume, Outcome(action: "commit", status: .pending, phase: .queued, holdsSlot: false)),
         (.suspendedSlotTaken, .cancel, Outcome(action: "stop", status: .paused, phase: .suspended, holdsSlot: false)),
+        (.suspendedSlotTaken, .pause, Outcome(action: "commit", status: .paused, phase: .suspended, holdsSlot: false)),
+        (.suspendedSlotTaken, .runNow, Outcome(action: "invalidState", status: .paused, phase: .suspended, holdsSlot: false)),
         // Waiting in the queue: a pause or a cancel needs no code to stop; a cancelled root leaves the queue.
         (.queued, .pause, Outcome(action: "commit", status: .paused, phase: .queued, holdsSlot: false)),
         (.queued, .resume, Outcome(action: "invalidState", status: .pending, phase: .queued, holdsSlot: false)),
@@ -150,9 +152,14 @@ struct UserChangeTests {
         // Paused before it started: a resume queues it, and the free slot starts it.
         (.pausedBeforeStart, .resume, Outcome(action: "commit", status: .running, phase: .running, holdsSlot: true, launched: ["root"])),
         (.pausedBeforeStart, .cancel, Outcome(action: "commit, then idle", status: .cancelled, phase: .idle, holdsSlot: false)),
+        (.pausedBeforeStart, .pause, Outcome(action: "commit", status: .paused, phase: .idle, holdsSlot: false)),
+        (.pausedBeforeStart, .runNow, Outcome(action: "invalidState", status: .paused, phase: .idle, holdsSlot: false)),
         // Waiting for a time: run now starts it on the free slot; a cancel ends it where it waits.
         (.delayed, .runNow, Outcome(action: "commit", status: .running, phase: .running, holdsSlot: true, launched: ["root"])),
         (.delayed, .cancel, Outcome(action: "commit, then idle", status: .cancelled, phase: .idle, holdsSlot: false)),
+        // A pause keeps it waiting for its time, paused (its time then finds it paused and leaves it idle).
+        (.delayed, .pause, Outcome(action: "commit", status: .paused, phase: .delayed, holdsSlot: false)),
+        (.delayed, .resume, Outcome(action: "invalidState", status: .pending, phase: .delayed, holdsSlot: false)),
         // Finished: every change is refused, and nothing changes.
         (.finished, .pause, Outcome(action: "invalidState", status: .completed, phase: .idle, holdsSlot: false)),
         (.finished, .resume, Outcome(action: "invalidState", status: .completed, phase: .idle, holdsSlot: false)),
@@ -166,11 +173,19 @@ struct UserChangeTests {
         let before = graph.state.changeSequence
         let outcome = graph.apply(change)
         #expect(outcome == expected)
+        #expect((graph.root.stopReason == .cancelled) == (expected.action == "stop"), "only a stop asks code to stop")
         if expected.action.hasPrefix("commit") {
             #expect(graph.state.changeSequence > before, "a change that commits must queue a write")
         } else {
             #expect(graph.state.changeSequence == before, "a refused change or a stop must write nothing yet")
         }
+    }
+
+    /// The table has every change on every phase, once.
+    @Test func theTableCoversEveryChangeOnEveryPhase() {
+        let pairs = Set(Self.table.map { "\($0.0.rawValue) \($0.1.rawValue)" })
+        #expect(pairs.count == Self.table.count)
+        #expect(pairs.count == Start.allCases.count * UserChange.allCases.count)
     }
 
     /// A root whose options forbid a change is refused it, with the options' reason, and nothing changes.

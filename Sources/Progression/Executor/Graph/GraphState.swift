@@ -6,9 +6,11 @@ import Foundation
 /// of their own are values with their own tests: the commits and who waits for them (`CommitLedger.swift`), the run
 /// queue with its slots and the timers (`RunQueue.swift`). The decisions are its functions, each tested on the state
 /// alone: a user's pause, resume, cancel, run-now and retry (`UserChanges.swift`), roots added, a run's end and a
-/// subtask's (`ExecutionEngine+Roots.swift`), the timers coming due (`TimerFiring.swift`). A change that leaves
-/// something to do outside the lock returns it (``UserChangeAction``, ``RunEnd``, ``GraphState/TimersFired``,
-/// ``Dispatch``, ``GraphEffects``, ``GraphState/Committed``), and the engine carries it out.
+/// subtask's (`ExecutionEngine+Roots.swift`), the timers coming due (`TimerFiring.swift`), the writer's look for work
+/// (`WriteSet.swift`), a graceful stop's first step (`TaskExecutor+Service.swift`). A change that leaves something to
+/// do outside the lock returns it (``UserChangeAction``, ``RootsAdded``, ``RunEnd``, ``ChildEnd``,
+/// ``GraphState/TimersFired``, ``GraphState/Writes``, ``GraphState/ShutdownBegun``, ``Dispatch``, ``GraphEffects``,
+/// ``GraphState/Committed``), and the engine carries it out.
 struct GraphState {
     // The tree.
     var nextHandle = 1
