@@ -146,6 +146,18 @@ struct BatchSession: Sendable {
     var acknowledged: Int64 = 0
     /// The store closed: no connection is opened again.
     var closed = false
+    /// Batches whose lost answer was settled as not committed, with what they held, until a later batch commits
+    /// (which proves they did not: the mark only moves forward, and a batch commits only right after the mark it
+    /// names). Should the server's mark show one of them committed after all, what it stored is known and not written
+    /// twice when the executor sends it again (see ``resynchronized(mark:)``).
+    var unconfirmed: [Unconfirmed] = []
+
+    /// A batch settled as not committed: its number, the ids of the rows it inserted, its events.
+    struct Unconfirmed: Sendable, Equatable {
+        var batch: Int64
+        var inserted: Set<String>
+        var events: [TaskEvent]
+    }
 
     /// Numbers the next batch.
     mutating func number() -> BatchCall.Numbers {
@@ -156,21 +168,28 @@ struct BatchSession: Sendable {
         return BatchCall.Numbers(batch: next, after: tail, acknowledged: acknowledged)
     }
 
-    /// A batch committed and its outcome was read.
+    /// A batch committed and its outcome was read: the batches before it settled as not committed did not.
     mutating func committed(_ batch: Int64) {
         committed = max(committed, batch)
         acknowledged = max(acknowledged, batch)
+        unconfirmed.removeAll { $0.batch < batch }
     }
 
     /// A batch did not commit: the next one presupposes the last that did (those sent behind it write nothing).
-    mutating func failed(_ batch: Int64) {
+    /// `settled`: it was sent, and found not committed after its answer was lost (kept as ``unconfirmed``).
+    mutating func failed(_ batch: Int64, settled: Unconfirmed? = nil) {
         if tail >= batch { tail = committed }
+        if let settled { unconfirmed.append(settled) }
     }
 
     /// The server's mark is `mark` while no batch of the session can still commit: the chain goes on from it.
-    mutating func resynchronized(mark: Int64) {
+    /// Returns the batches settled as not committed that the mark shows committed (numbered up to it).
+    mutating func resynchronized(mark: Int64) -> [Unconfirmed] {
         tail = mark
         committed = mark
+        let found = unconfirmed.filter { $0.batch <= mark }
+        unconfirmed.removeAll { $0.batch <= mark }
+        return found
     }
 }
 
@@ -218,59 +237,66 @@ extension PostgresTaskStore {
     /// as written, with the refusals its outcome kept; one that did not is an error (the executor sends it again). When
     /// the server cannot say yet, the batch is recorded as ``Ambiguous`` and the next one asks first.
     ///
-    /// A batch the procedure refuses because the session's mark is not the batch before it (the mark was removed: a
-    /// store that opens removes the marks of sessions silent for a week) goes on from the mark the server has, once.
-    func applyInOneCall(_ batch: TaskBatch) async throws -> TaskBatchResult {
+    /// A batch the procedure refuses because the session's mark is not the batch before it goes on from the mark the
+    /// server has: `nil` is returned, and the caller sends the batch again. The mark is behind when it was removed (a
+    /// store that opens removes the marks of sessions silent for a week); it is ahead when a batch settled as not
+    /// committed did commit (seen once in the chaos run, cause not found): what that batch stored becomes known
+    /// (``Ambiguous/stored``), so that the batch sent again does not insert its rows or store its events twice.
+    func applyInOneCall(_ batch: TaskBatch) async throws -> TaskBatchResult? {
         try await opened()
-        for attempt in 1...2 {
-            let numbers = batchSession.withLock { $0.number() }
-            let call: BatchCall
-            let connection: (PostgresConnection, BatchSession.Backend)
-            do {
-                call = try BatchCall(batch, numbers: numbers, session: sessionID, now: Date(), store: self)
-                connection = try await batchConnection()
-                try Task.checkCancellation()
-            } catch {
-                // Nothing was sent.
-                batchSession.withLock { $0.failed(numbers.batch) }
-                throw Self.storeError(error, location: location)
-            }
-            let answer: BatchCall.Row
-            do {
-                let open = connection.0
-                answer = try await withBatchDeadline(closing: open) {
-                    var answer: BatchCall.Row?
-                    for try await row in try await open.execute(call, logger: self.logger) where answer == nil {
-                        answer = row
-                    }
-                    guard let answer else {
-                        throw TaskStoreError(.other, path: self.location, message: "the batch procedure gave no answer")
-                    }
-                    return answer
-                }
-            } catch {
-                return try await settleLostAnswer(
-                    of: call, numbers: numbers, backend: connection.1, error: Self.storeError(error, location: location))
-            }
-            let (applied, rejected, conflicting) = answer
-            if applied {
-                batchSession.withLock { $0.committed(numbers.batch) }
-                return call.result(rejected: rejected, conflicting: conflicting)
-            }
-            // Every earlier batch of the session is settled (the turn): the server's mark is where the chain stands.
-            let mark = try await read { [self] connection in
-                try await rows(
-                    "SELECT batch FROM \(names.writerMarks) WHERE session = $1", bindings(sessionID), connection: connection
-                ) { try $0.decode(Int64.self) }.first
-            }
-            logger.notice(
-                "the session's mark was not the last batch it wrote; going on from the server's",
-                metadata: ["expected": "\(numbers.after)", "mark": "\(mark.map(String.init) ?? "none")"])
-            batchSession.withLock { $0.resynchronized(mark: mark ?? 0) }
-            guard attempt == 1 else { break }
+        let numbers = batchSession.withLock { $0.number() }
+        let call: BatchCall
+        let connection: (PostgresConnection, BatchSession.Backend)
+        do {
+            call = try BatchCall(batch, numbers: numbers, session: sessionID, now: Date(), store: self)
+            connection = try await batchConnection()
+            try Task.checkCancellation()
+        } catch {
+            // Nothing was sent.
+            batchSession.withLock { $0.failed(numbers.batch) }
+            throw Self.storeError(error, location: location)
         }
-        throw TaskStoreError(
-            .unavailable, path: location, message: "the session's mark does not follow its batches; the batch is sent again")
+        let answer: BatchCall.Row
+        do {
+            let open = connection.0
+            answer = try await withBatchDeadline(closing: open) {
+                var answer: BatchCall.Row?
+                for try await row in try await open.execute(call, logger: self.logger) where answer == nil {
+                    answer = row
+                }
+                guard let answer else {
+                    throw TaskStoreError(.other, path: self.location, message: "the batch procedure gave no answer")
+                }
+                return answer
+            }
+        } catch {
+            return try await settleLostAnswer(
+                of: call, numbers: numbers, backend: connection.1, error: Self.storeError(error, location: location))
+        }
+        let (applied, rejected, conflicting) = answer
+        if applied {
+            batchSession.withLock { $0.committed(numbers.batch) }
+            return call.result(rejected: rejected, conflicting: conflicting)
+        }
+        // Every earlier batch of the session is settled (the turn): the server's mark is where the chain stands.
+        let mark = try await read { [self] connection in
+            try await rows(
+                "SELECT batch FROM \(names.writerMarks) WHERE session = $1", bindings(sessionID), connection: connection
+            ) { try $0.decode(Int64.self) }.first
+        }
+        logger.notice(
+            "the session's mark was not the last batch it wrote; going on from the server's",
+            metadata: ["expected": "\(numbers.after)", "mark": "\(mark.map(String.init) ?? "none")"])
+        let committedAfterAll = batchSession.withLock { $0.resynchronized(mark: mark ?? 0) }
+        if !committedAfterAll.isEmpty {
+            logger.warning(
+                "batches settled as not committed had committed; what they stored is not written again",
+                metadata: ["batches": "\(committedAfterAll.map(\.batch))"])
+            ambiguous.withLock { state in
+                for found in committedAfterAll { state.stored.add(inserts: found.inserted, events: found.events) }
+            }
+        }
+        return nil
     }
 
     /// A batch call ended without a usable answer: its connection is closed, and the session's mark says whether it
@@ -286,7 +312,12 @@ extension PostgresTaskStore {
             logger.notice("a batch whose answer was lost committed", metadata: ["batch": "\(numbers.batch)"])
             return call.result(rejected: rejected, conflicting: conflicting)
         case .aborted?:
-            batchSession.withLock { $0.failed(numbers.batch) }
+            let settled = BatchSession.Unconfirmed(
+                batch: numbers.batch, inserted: Set(call.batch.inserts.map(\.id)), events: call.batch.events)
+            batchSession.withLock { $0.failed(numbers.batch, settled: settled) }
+            logger.notice(
+                "a batch whose answer was lost did not commit",
+                metadata: ["batch": "\(numbers.batch)", "backend": "\(backend.pid)"])
             throw error
         case nil:
             let inserted = Set(call.batch.inserts.map(\.id))

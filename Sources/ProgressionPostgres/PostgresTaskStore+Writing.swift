@@ -50,24 +50,31 @@ extension PostgresTaskStore {
     package func apply(_ batch: TaskBatch) async throws -> TaskBatchResult {
         guard !batch.isEmpty else { return TaskBatchResult() }
         return try await batchTurn.run {
-            let (batch, used) = try await settleAmbiguousBatches(batch)
-            let result: TaskBatchResult
-            if BatchCall.fits(batch) {
-                result = try await applyInOneCall(batch)
-            } else {
-                let inserted = Set(batch.inserts.map(\.id))
-                let events = batch.events
-                let pending: @Sendable (Int64, TaskBatchResult) -> Void = { xid, _ in
-                    self.ambiguous.withLock {
-                        $0.batches.append(Ambiguous.Batch(commit: .transaction(xid), inserted: inserted, events: events))
+            // Twice at most: a batch refused because the session's mark moved goes again from the server's mark.
+            for _ in 1...2 {
+                let (adapted, used) = try await settleAmbiguousBatches(batch)
+                let result: TaskBatchResult
+                if BatchCall.fits(adapted) {
+                    guard let written = try await applyInOneCall(adapted) else { continue }
+                    result = written
+                } else {
+                    let inserted = Set(adapted.inserts.map(\.id))
+                    let events = adapted.events
+                    let pending: @Sendable (Int64, TaskBatchResult) -> Void = { xid, _ in
+                        self.ambiguous.withLock {
+                            $0.batches.append(Ambiguous.Batch(commit: .transaction(xid), inserted: inserted, events: events))
+                        }
+                    }
+                    result = try await write(notify: true, pending: pending) { [self] connection in
+                        try await self.apply(adapted, connection: connection)
                     }
                 }
-                result = try await write(notify: true, pending: pending) { [self] connection in
-                    try await self.apply(batch, connection: connection)
-                }
+                if !used.isEmpty { ambiguous.withLock { $0.stored.remove(used) } }
+                return result
             }
-            if !used.isEmpty { ambiguous.withLock { $0.stored.remove(used) } }
-            return result
+            throw TaskStoreError(
+                .unavailable, path: location,
+                message: "the session's mark does not follow its batches; the batch is sent again")
         }
     }
 
@@ -97,7 +104,15 @@ extension PostgresTaskStore {
                 if case .committed = status { committed = true } else { committed = false }
                 // Refusals of a batch settled this late are not reported: the executor took its error and sends
                 // what it held again, adapted below; a root another owner took is refused again then.
-                batchSession.withLock { committed ? $0.committed(mark.batch) : $0.failed(mark.batch) }
+                batchSession.withLock { state in
+                    if committed {
+                        state.committed(mark.batch)
+                    } else {
+                        state.failed(
+                            mark.batch,
+                            settled: .init(batch: mark.batch, inserted: entry.inserted, events: entry.events))
+                    }
+                }
             }
             ambiguous.withLock { state in
                 state.batches.removeAll { $0.commit == entry.commit }

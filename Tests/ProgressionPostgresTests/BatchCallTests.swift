@@ -243,6 +243,41 @@ struct BatchCallTests {
         #expect(try await store.task(id: "r")?.progress == 1)
     }
 
+    /// A batch whose lost answer was settled as not committed, though it had committed (seen once in the chaos run:
+    /// the next batch found the session's mark on it): the executor sends its rows and events again, and the store,
+    /// refused by the mark, learns from it that they are stored; its new row is written as an update (not reported as
+    /// a conflict, which would stop the task as lost to another owner) and its event is not stored twice.
+    @Test func aBatchSettledAsNotCommittedThatHadCommittedIsNotWrittenTwice() async throws {
+        let store = try await PostgresSchemaTests.open(PostgresSchemaTests.schemaName("misjudged"))
+        defer { Task { await store.close() } }
+        let root = TaskRecord(id: "r", name: "r", kind: "k", status: .running, ownerID: "o", createdAt: Self.t0)
+        try await store.insert([root], events: [])
+        var step = TaskRecord(
+            id: "r.1", parentID: "r", rootID: "r", name: "one", kind: nil, status: .running, ownerID: nil,
+            createdAt: Self.t0)
+        let event = TaskEvent(taskID: "r.1", rootID: "r", kind: .step, at: Self.t0, attempt: 1, message: "one")
+        let batch = TaskBatch(inserts: [step], events: [event], owner: "o")
+        #expect(try await store.apply(batch) == TaskBatchResult())
+        // As though its answer had been lost and the store had settled it as not committed.
+        store.batchSession.withLock { state in
+            let written = state.committed
+            state.committed = written - 1
+            state.failed(written, settled: .init(batch: written, inserted: ["r.1"], events: [event]))
+        }
+        // The executor sends it again, with what changed since.
+        step.progress = 0.5
+        let again = TaskBatch(inserts: [step], events: [event], owner: "o")
+        #expect(try await store.apply(again) == TaskBatchResult())
+        #expect(try await store.task(id: "r.1")?.progress == 0.5)
+        #expect(try await store.events(of: "r").filter { $0.taskID == "r.1" }.map(\.message) == ["one"])
+        // Known as stored until a batch that left them out committed; then the chain goes on as usual.
+        #expect(store.ambiguous.withLock { $0.stored.isEmpty })
+        step.progress = 1
+        #expect(try await store.apply(TaskBatch(updates: [TaskUpdate(step, columns: .progress)], owner: "o")) == TaskBatchResult())
+        #expect(try await store.task(id: "r.1")?.progress == 1)
+        #expect(store.batchSession.withLock { $0.unconfirmed.isEmpty })
+    }
+
     /// The procedure's statement runs a plan PL/pgSQL makes once per session, generic (planning it each time was half
     /// of the server's time per batch), with index access only: made at the session's first batch, on a table that
     /// may be all but empty (a new schema), it must reach `tasks` through its indexes once the table grew. This runs a
