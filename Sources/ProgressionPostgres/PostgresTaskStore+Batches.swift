@@ -152,11 +152,10 @@ struct BatchSession: Sendable {
     /// twice when the executor sends it again (see ``resynchronized(mark:)``).
     var unconfirmed: [Unconfirmed] = []
 
-    /// A batch settled as not committed: its number, the ids of the rows it inserted, its events.
+    /// A batch settled as not committed: its number, and what it stored should it have committed.
     struct Unconfirmed: Sendable, Equatable {
         var batch: Int64
-        var inserted: Set<String>
-        var events: [TaskEvent]
+        var writes: Ambiguous.Stored
     }
 
     /// Numbers the next batch.
@@ -293,7 +292,7 @@ extension PostgresTaskStore {
                 "batches settled as not committed had committed; what they stored is not written again",
                 metadata: ["batches": "\(committedAfterAll.map(\.batch))"])
             ambiguous.withLock { state in
-                for found in committedAfterAll { state.stored.add(inserts: found.inserted, events: found.events) }
+                for found in committedAfterAll { state.stored.add(found.writes) }
             }
         }
         return nil
@@ -312,19 +311,15 @@ extension PostgresTaskStore {
             logger.notice("a batch whose answer was lost committed", metadata: ["batch": "\(numbers.batch)"])
             return call.result(rejected: rejected, conflicting: conflicting)
         case .aborted?:
-            let settled = BatchSession.Unconfirmed(
-                batch: numbers.batch, inserted: Set(call.batch.inserts.map(\.id)), events: call.batch.events)
+            let settled = BatchSession.Unconfirmed(batch: numbers.batch, writes: .written(by: call.batch))
             batchSession.withLock { $0.failed(numbers.batch, settled: settled) }
             logger.notice(
                 "a batch whose answer was lost did not commit",
                 metadata: ["batch": "\(numbers.batch)", "backend": "\(backend.pid)"])
             throw error
         case nil:
-            let inserted = Set(call.batch.inserts.map(\.id))
-            let events = call.batch.events
-            ambiguous.withLock {
-                $0.batches.append(Ambiguous.Batch(commit: .mark(mark), inserted: inserted, events: events))
-            }
+            let writes = Ambiguous.Stored.written(by: call.batch)
+            ambiguous.withLock { $0.batches.append(Ambiguous.Batch(commit: .mark(mark), writes: writes)) }
             throw TaskStoreError(
                 .unavailable, path: location,
                 message: "the connection was lost while a batch was written, and whether it committed is not known yet "

@@ -190,21 +190,37 @@ final class StopSignal: Sendable {
 /// back with the same inserts and events (seen in the chaos run: the settled entry was dropped, the adapted batch
 /// failed, and its insert came back and was taken for another owner's row).
 struct Ambiguous: Sendable {
-    /// Rows and events stored by batches whose commit was found out later.
-    struct Stored: Sendable {
+    /// Rows, events and claims stored by batches whose commit was found out later.
+    struct Stored: Sendable, Equatable {
         var inserts: Set<String> = []
         var events: [TaskEvent: Int] = [:]
+        /// Roots a guarded update (of a job queued here unowned) took: they are held by this store's owner now.
+        var taken: Set<String> = []
 
-        var isEmpty: Bool { inserts.isEmpty && events.isEmpty }
+        var isEmpty: Bool { inserts.isEmpty && events.isEmpty && taken.isEmpty }
 
-        mutating func add(inserts ids: Set<String>, events list: [TaskEvent]) {
-            inserts.formUnion(ids)
-            for event in list { events[event, default: 0] += 1 }
+        /// What `batch` stored when it committed, but for the rows in `refused` (fenced or conflicting), whose events
+        /// the batch did not store either.
+        static func written(by batch: TaskBatch, refused: Set<String> = []) -> Stored {
+            var stored = Stored()
+            for record in batch.inserts where !refused.contains(record.id) { stored.inserts.insert(record.id) }
+            for update in batch.updates where update.unownedWithStatus != nil && !refused.contains(update.record.id) {
+                stored.taken.insert(update.record.id)
+            }
+            for event in batch.events where !refused.contains(event.taskID) { stored.events[event, default: 0] += 1 }
+            return stored
+        }
+
+        mutating func add(_ other: Stored) {
+            inserts.formUnion(other.inserts)
+            taken.formUnion(other.taken)
+            for (event, count) in other.events { events[event, default: 0] += count }
         }
 
         /// A batch that left `used` out committed (and its caller knows): it is no longer sent.
         mutating func remove(_ used: Stored) {
             inserts.subtract(used.inserts)
+            taken.subtract(used.taken)
             for (event, count) in used.events {
                 let left = (events[event] ?? 0) - count
                 events[event] = left > 0 ? left : nil
@@ -212,7 +228,8 @@ struct Ambiguous: Sendable {
         }
 
         /// Adapts `batch`: a row stored already is written as an update of every column, an event stored already is
-        /// left out. Returns what it used.
+        /// left out, a root taken already is written as held (its guard would refuse it: it is no longer unowned).
+        /// Returns what it used.
         func adapt(_ batch: inout TaskBatch) -> Stored {
             var used = Stored()
             guard !isEmpty else { return used }
@@ -226,6 +243,11 @@ struct Ambiguous: Sendable {
                 }
             }
             batch.inserts = inserts
+            for index in batch.updates.indices
+            where batch.updates[index].unownedWithStatus != nil && taken.contains(batch.updates[index].record.id) {
+                batch.updates[index].unownedWithStatus = nil
+                used.taken.insert(batch.updates[index].record.id)
+            }
             var left = events
             batch.events.removeAll { event in
                 guard let count = left[event], count > 0 else { return false }
@@ -247,9 +269,8 @@ struct Ambiguous: Sendable {
 
     struct Batch: Sendable {
         var commit: Commit
-        /// Ids of the rows it inserted.
-        var inserted: Set<String>
-        var events: [TaskEvent]
+        /// What it stored, should it have committed.
+        var writes: Stored
     }
 
     struct Claim: Sendable {

@@ -58,12 +58,9 @@ extension PostgresTaskStore {
                     guard let written = try await applyInOneCall(adapted) else { continue }
                     result = written
                 } else {
-                    let inserted = Set(adapted.inserts.map(\.id))
-                    let events = adapted.events
+                    let writes = Ambiguous.Stored.written(by: adapted)
                     let pending: @Sendable (Int64, TaskBatchResult) -> Void = { xid, _ in
-                        self.ambiguous.withLock {
-                            $0.batches.append(Ambiguous.Batch(commit: .transaction(xid), inserted: inserted, events: events))
-                        }
+                        self.ambiguous.withLock { $0.batches.append(Ambiguous.Batch(commit: .transaction(xid), writes: writes)) }
                     }
                     result = try await write(notify: true, pending: pending) { [self] connection in
                         try await self.apply(adapted, connection: connection)
@@ -108,9 +105,7 @@ extension PostgresTaskStore {
                     if committed {
                         state.committed(mark.batch)
                     } else {
-                        state.failed(
-                            mark.batch,
-                            settled: .init(batch: mark.batch, inserted: entry.inserted, events: entry.events))
+                        state.failed(mark.batch, settled: .init(batch: mark.batch, writes: entry.writes))
                     }
                 }
             }
@@ -119,7 +114,7 @@ extension PostgresTaskStore {
                 // Committed: what it stored is known, and what it used stays known, since the executor got an
                 // error and sends the batch again as it took it (with those inserts and events).
                 guard committed else { return }
-                state.stored.add(inserts: entry.inserted, events: entry.events)
+                state.stored.add(entry.writes)
             }
             if committed {
                 logger.notice("a write whose answer was lost went through", metadata: ["commit": "\(entry.commit)"])

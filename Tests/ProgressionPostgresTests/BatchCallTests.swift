@@ -262,7 +262,7 @@ struct BatchCallTests {
         store.batchSession.withLock { state in
             let written = state.committed
             state.committed = written - 1
-            state.failed(written, settled: .init(batch: written, inserted: ["r.1"], events: [event]))
+            state.failed(written, settled: .init(batch: written, writes: .written(by: batch)))
         }
         // The executor sends it again, with what changed since.
         step.progress = 0.5
@@ -276,6 +276,37 @@ struct BatchCallTests {
         #expect(try await store.apply(TaskBatch(updates: [TaskUpdate(step, columns: .progress)], owner: "o")) == TaskBatchResult())
         #expect(try await store.task(id: "r.1")?.progress == 1)
         #expect(store.batchSession.withLock { $0.unconfirmed.isEmpty })
+    }
+
+    /// A job queued here unowned is taken by the update that starts it, guarded by the status the writer read. When
+    /// that batch committed but was settled as not committed, the executor sends the guarded update again; the row is
+    /// held by this owner now, so the guard would refuse it (and the job would stop as lost to another owner while
+    /// the store shows it running under a live one): it is written as held instead.
+    @Test func aRootTakenByABatchSettledAsNotCommittedIsWrittenAsHeldWhenSentAgain() async throws {
+        let store = try await PostgresSchemaTests.open(PostgresSchemaTests.schemaName("retaken"))
+        defer { Task { await store.close() } }
+        var root = TaskRecord(id: "q", name: "q", kind: "k", status: .pending, createdAt: Self.t0)
+        try await store.insert([root], events: [])
+        root.status = .running
+        root.ownerID = "o"
+        root.startedAt = Self.t0
+        let started = TaskEvent(taskID: "q", rootID: "q", kind: .started, at: Self.t0, attempt: 1)
+        let start = TaskBatch(
+            updates: [TaskUpdate(root, columns: [.status, .owner, .startedAt], unownedWithStatus: .pending)],
+            events: [started], owner: "o")
+        #expect(try await store.apply(start) == TaskBatchResult())
+        store.batchSession.withLock { state in
+            let written = state.committed
+            state.committed = written - 1
+            state.failed(written, settled: .init(batch: written, writes: .written(by: start)))
+        }
+        root.progress = 0.5
+        var again = start
+        again.updates = [TaskUpdate(root, columns: [.status, .owner, .startedAt, .progress], unownedWithStatus: .pending)]
+        #expect(try await store.apply(again) == TaskBatchResult())
+        #expect(try await store.task(id: "q")?.progress == 0.5)
+        #expect(try await store.task(id: "q")?.ownerID == "o")
+        #expect(try await store.events(of: "q").filter { $0.kind == .started }.count == 1)
     }
 
     /// The procedure's statement runs a plan PL/pgSQL makes once per session, generic (planning it each time was half

@@ -12,7 +12,7 @@ struct BatchSessionTests {
         message: "one")
 
     static func settled(_ batch: Int64) -> BatchSession.Unconfirmed {
-        BatchSession.Unconfirmed(batch: batch, inserted: ["r.\(batch)"], events: [event])
+        BatchSession.Unconfirmed(batch: batch, writes: .init(inserts: ["r.\(batch)"], events: [event: 1]))
     }
 
     enum Step: Sendable, CustomTestStringConvertible {

@@ -322,7 +322,7 @@ struct PostgresResilienceTests {
                 try server.sql("SELECT xmin::text FROM settle.tasks WHERE id = 'r.1'")
                     .trimmingCharacters(in: .whitespacesAndNewlines)))
             store.ambiguous.withLock {
-                $0.batches.append(Ambiguous.Batch(commit: .transaction(xid), inserted: ["r.1"], events: [created]))
+                $0.batches.append(Ambiguous.Batch(commit: .transaction(xid), writes: .init(inserts: ["r.1"], events: [created: 1])))
             }
             root.progress = 0.5
             var next = TaskBatch(owner: "o")
