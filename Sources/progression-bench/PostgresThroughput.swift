@@ -14,7 +14,9 @@ enum PostgresThroughput {
     static let scenarios = [jobsScenario, recoveryScenario, fleetScenario]
 
     /// Jobs per second at 1, 8 and 64 in flight; `--only jobs_per_s_postgres_8` runs that one alone.
-    static let jobsKeys = ["jobs_per_s_postgres_1", "jobs_per_s_postgres_8", "jobs_per_s_postgres_64"]
+    static let jobsKeys = [
+        "jobs_per_s_postgres_1", "jobs_per_s_postgres_8", "jobs_per_s_postgres_64", "jobs_per_s_postgres_8_ungathered",
+    ]
     static let jobsScenario = Scenario(name: "postgres-jobs", group: "postgres", keys: jobsKeys) { context in
         try await withServer(context) { base in
             let count = context.sizes.submittedTasks
@@ -31,6 +33,15 @@ enum PostgresThroughput {
                         note: "submit + run + complete of no-op jobs, PostgreSQL (synchronous_commit=on), \(concurrency) "
                             + "submitter\(concurrency == 1 ? "" : "s") and maxConcurrentTasks \(concurrency), "
                             + "\(FigureFormat.number(Double(jobs))) jobs"))
+            }
+            if context.runs("jobs_per_s_postgres_8_ungathered", among: jobsKeys) {
+                let rate = try await Self.jobs(base: base, count: count, concurrency: 8, gathering: .zero)
+                context.log("jobs, 8 in flight, no gathering pause: \(FigureFormat.number(rate)) jobs/s")
+                figures.append(
+                    Figure(
+                        "jobs_per_s_postgres_8_ungathered", rate, unit: "jobs/s",
+                        note: "as jobs_per_s_postgres_8, with commitGatheringWindow = 0 (the writer takes its next batch "
+                            + "as soon as a commit returns), the same run"))
             }
             return figures
         }
@@ -119,15 +130,34 @@ enum PostgresThroughput {
 
     /// No-op jobs submitted by `concurrency` submitters and run `concurrency` at a time, until every completion is
     /// committed; jobs per second.
-    static func jobs(base: PostgresTaskStore.Configuration, count: Int, concurrency: Int) async throws -> Double {
+    static func jobs(
+        base: PostgresTaskStore.Configuration, count: Int, concurrency: Int,
+        gathering: Duration = TaskExecutor.Configuration().commitGatheringWindow
+    ) async throws -> Double {
         var storeConfiguration = base
         storeConfiguration.schema = schema()
         storeConfiguration.maximumConnections = 8
         let store = try await PostgresTaskStore.started(configuration: storeConfiguration)
-        defer { Task { try? await store.dropSchema(); await store.close() } }
+        do {
+            let rate = try await jobs(on: store, count: count, concurrency: concurrency, gathering: gathering)
+            try? await store.dropSchema()
+            await store.close()
+            return rate
+        } catch {
+            // The schema is dropped before the process ends (a server given by --postgres-url keeps no leftovers).
+            try? await store.dropSchema()
+            await store.close()
+            throw error
+        }
+    }
+
+    private static func jobs(
+        on store: PostgresTaskStore, count: Int, concurrency: Int, gathering: Duration
+    ) async throws -> Double {
         var configuration = TaskExecutor.Configuration()
         configuration.completedTaskVisibility = .milliseconds(100)
         configuration.maxConcurrentTasks = concurrency
+        configuration.commitGatheringWindow = gathering
         let executor = TaskExecutor(store: store, configuration: configuration)
         let done = Latch(count: count)
         try executor.register("noop", input: SubmitThroughput.NoopInput.self) { _, _ in done.arrive() }

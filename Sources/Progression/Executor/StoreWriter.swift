@@ -40,33 +40,48 @@ actor StoreWriter {
         .milliseconds(min(1_000, 25 << min(failures - 1, 6)))
     }
 
+    /// The pause before the next batch, right after a commit that took `commit` and resumed `resumed` waiters, while
+    /// more changes wait: a tenth of the commit, at most `limit`; none when nobody was resumed (nothing is coming) or
+    /// when it would be shorter than 20 µs (a fast store gains nothing from it).
+    static func gatheringPause(afterCommitOf commit: Duration, resumed: Int, limit: Duration) -> Duration? {
+        guard resumed > 0, limit > .zero else { return nil }
+        let pause = min(limit, commit / 10)
+        return pause >= .microseconds(20) ? pause : nil
+    }
+
     /// Writes until the graph closes, then stores what is left (giving up when the store keeps failing).
     func run() async {
         let engine = engine
         let window = engine.configuration.writeWindow
+        let gathering = engine.configuration.commitGatheringWindow
         var failures = 0
         for await _ in engine.writerSignals {
             await batchingWindow(window)
+            var pause: Duration?
             while true {
+                if let pause { await Self.sleep(pause) }
                 guard let taken = takeBatch() else { break }
-                if await write(taken) {
+                if let written = await write(taken) {
                     failures = 0
+                    pause = Self.gatheringPause(afterCommitOf: written.duration, resumed: written.resumed, limit: gathering)
                 } else {
                     failures += 1
+                    pause = nil
                     do {
                         try await engine.clock.sleep(Self.backoff(afterFailures: failures))
                     } catch {
                         break
                     }
                 }
-                // More changed meanwhile and someone waits: go on at once (group commit under load).
+                // More changed meanwhile and someone waits: go on (group commit under load), after the pause that lets
+                // the tasks this commit resumed add their next changes.
                 guard engine.state.withLock({ $0.hasPendingWrites && $0.awaitsCommit }) else { break }
             }
             if engine.state.withLock({ $0.hasPendingWrites }) { engine.wakeWriter(urgent: false) }
         }
         // Closing: store what is left.
         while let taken = takeBatch() {
-            guard await write(taken) else { break }
+            guard await write(taken) != nil else { break }
         }
     }
 
@@ -85,12 +100,19 @@ actor StoreWriter {
         }
     }
 
-    /// Stores one batch; returns whether it committed.
-    private func write(_ taken: GraphState.TakenBatch) async -> Bool {
+    /// What a committed batch took: its commit's duration, and how many waiters it resumed.
+    struct Written {
+        var duration: Duration
+        var resumed: Int
+    }
+
+    /// Stores one batch; returns what it took when it committed, `nil` when it failed.
+    private func write(_ taken: GraphState.TakenBatch) async -> Written? {
         let started = ContinuousClock.now
         do {
             let result = try await engine.store.apply(taken.batch)
-            engine.metrics.commitDuration.recordNanoseconds(Self.nanoseconds(ContinuousClock.now - started))
+            let duration = ContinuousClock.now - started
+            engine.metrics.commitDuration.recordNanoseconds(Self.nanoseconds(duration))
             engine.metrics.batchSize.record(
                 taken.batch.inserts.count + taken.batch.updates.count + taken.batch.events.count)
             let (committed, children) = engine.locked { state in
@@ -109,7 +131,7 @@ actor StoreWriter {
             for waiter in committed.waiters { waiter.resume() }
             engine.noteStorageRecovered()
             engine.publisherSignal.signal()
-            return true
+            return Written(duration: duration, resumed: committed.waiters.count)
         } catch {
             engine.metrics.writerFailures.increment()
             ExecutionEngine.noteStorageFailure(
@@ -117,7 +139,17 @@ actor StoreWriter {
             let now = engine.now()
             engine.state.withLock { $0.requeue(taken, error: error, now: now) }
             engine.publisherSignal.signal()
-            return false
+            return nil
+        }
+    }
+
+    /// Sleeps `duration` on a dispatch timer (as the batching window does: task code keeping every thread of Swift's
+    /// cooperative pool busy cannot make it longer).
+    static func sleep(_ duration: Duration) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Int(nanoseconds(duration)))) {
+                continuation.resume()
+            }
         }
     }
 
