@@ -243,6 +243,17 @@ struct BatchCallTests {
         #expect(try await store.task(id: "r")?.progress == 1)
     }
 
+    /// Writes `batch`, then rewinds the store's chain as though its answer had been lost and the store had settled it
+    /// as not committed (what the chaos run once saw).
+    static func applyAndSettleAsNotCommitted(_ batch: TaskBatch, in store: PostgresTaskStore) async throws {
+        #expect(try await store.apply(batch) == TaskBatchResult())
+        store.batchSession.withLock { state in
+            let written = state.committed
+            state.committed = written - 1
+            state.failed(written, settled: .init(batch: written, writes: .written(by: batch)))
+        }
+    }
+
     /// A batch whose lost answer was settled as not committed, though it had committed (seen once in the chaos run:
     /// the next batch found the session's mark on it): the executor sends its rows and events again, and the store,
     /// refused by the mark, learns from it that they are stored; its new row is written as an update (not reported as
@@ -257,13 +268,7 @@ struct BatchCallTests {
             createdAt: Self.t0)
         let event = TaskEvent(taskID: "r.1", rootID: "r", kind: .step, at: Self.t0, attempt: 1, message: "one")
         let batch = TaskBatch(inserts: [step], events: [event], owner: "o")
-        #expect(try await store.apply(batch) == TaskBatchResult())
-        // As though its answer had been lost and the store had settled it as not committed.
-        store.batchSession.withLock { state in
-            let written = state.committed
-            state.committed = written - 1
-            state.failed(written, settled: .init(batch: written, writes: .written(by: batch)))
-        }
+        try await Self.applyAndSettleAsNotCommitted(batch, in: store)
         // The executor sends it again, with what changed since.
         step.progress = 0.5
         let again = TaskBatch(inserts: [step], events: [event], owner: "o")
@@ -294,12 +299,7 @@ struct BatchCallTests {
         let start = TaskBatch(
             updates: [TaskUpdate(root, columns: [.status, .owner, .startedAt], unownedWithStatus: .pending)],
             events: [started], owner: "o")
-        #expect(try await store.apply(start) == TaskBatchResult())
-        store.batchSession.withLock { state in
-            let written = state.committed
-            state.committed = written - 1
-            state.failed(written, settled: .init(batch: written, writes: .written(by: start)))
-        }
+        try await Self.applyAndSettleAsNotCommitted(start, in: store)
         root.progress = 0.5
         var again = start
         again.updates = [TaskUpdate(root, columns: [.status, .owner, .startedAt, .progress], unownedWithStatus: .pending)]

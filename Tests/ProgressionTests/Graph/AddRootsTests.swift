@@ -7,10 +7,7 @@ import Testing
 /// a free slot start in the same commit, a paused one waits, and a refusal adds nothing.
 struct AddRootsTests {
     static func graph(slots: Int = 2) -> GraphState {
-        let (_, wake) = AsyncStream<Void>.makeStream()
-        return GraphState(
-            ownerID: "owner", maxConcurrentTasks: slots, writerWake: wake, eventBacklogLimit: 1_000,
-            writerLagTolerance: 1)
+        return GraphState.alone(slots: slots)
     }
 
     static func root(_ id: String, _ status: TaskStatus = .pending, priority: Int = 0) -> NewRoot {

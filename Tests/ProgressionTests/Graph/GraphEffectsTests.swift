@@ -14,10 +14,7 @@ struct GraphEffectsTests {
         let root: TaskNode
 
         init(status: TaskStatus = .running) {
-            let (_, wake) = AsyncStream<Void>.makeStream()
-            state = GraphState(
-                ownerID: "owner", maxConcurrentTasks: 2, writerWake: wake, eventBacklogLimit: 1_000,
-                writerLagTolerance: 1)
+            state = GraphState.alone(slots: 2)
             root = state.addRoot(
                 TaskRecord(
                     id: "root", name: "root", kind: "job", status: status, ownerID: "owner",
@@ -155,9 +152,7 @@ struct GraphEffectsTests {
         "a claimed job whose next attempt is later waits for it, and wakes the timer loop only when it is the earliest",
         arguments: [false, true])
     func rehydratedRetryWakesTheTimerLoop(anEarlierDeadlineIsKnown: Bool) {
-        let (_, wake) = AsyncStream<Void>.makeStream()
-        var state = GraphState(
-            ownerID: "owner", maxConcurrentTasks: 2, writerWake: wake, eventBacklogLimit: 1_000, writerLagTolerance: 1)
+        var state = GraphState.alone(slots: 2)
         let clock = ManualClock()
         let now = clock.wallClockNow
         if anEarlierDeadlineIsKnown { _ = state.timers.add(.timeout(99), at: .seconds(1)) }

@@ -35,10 +35,7 @@ struct RunEndTests {
         let other: TaskNode
 
         init(retries: Bool = false) {
-            let (_, wake) = AsyncStream<Void>.makeStream()
-            state = GraphState(
-                ownerID: "owner", maxConcurrentTasks: 1, writerWake: wake, eventBacklogLimit: 1_000,
-                writerLagTolerance: 1)
+            state = GraphState.alone(slots: 1)
             let created = Date(timeIntervalSince1970: 1_000)
             var options = TaskOptions.interactive
             if retries { options.retryPolicy = .exponential(maxAttempts: 3) }

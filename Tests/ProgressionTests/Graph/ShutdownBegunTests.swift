@@ -17,9 +17,7 @@ struct ShutdownBegunTests {
     }
 
     @Test func runningCodeIsAskedToStopAndEverythingElseIsHandedBack() {
-        let (_, wake) = AsyncStream<Void>.makeStream()
-        var state = GraphState(
-            ownerID: "owner", maxConcurrentTasks: 2, writerWake: wake, eventBacklogLimit: 1_000, writerLagTolerance: 1)
+        var state = GraphState.alone(slots: 2)
         func add(_ id: String, _ status: TaskStatus, owner: String? = "owner", _ phase: RootPhase) -> TaskNode {
             let node = state.addRoot(
                 TaskRecord(

@@ -15,10 +15,7 @@ struct TimerFiringTests {
         let root: TaskNode
 
         init(status: TaskStatus = .running, timeout: Duration? = nil, slotTaken: Bool = false) {
-            let (_, wake) = AsyncStream<Void>.makeStream()
-            state = GraphState(
-                ownerID: "owner", maxConcurrentTasks: 1, writerWake: wake, eventBacklogLimit: 1_000,
-                writerLagTolerance: 1)
+            state = GraphState.alone(slots: 1)
             var options = TaskOptions.interactive
             options.timeout = timeout
             root = state.addRoot(

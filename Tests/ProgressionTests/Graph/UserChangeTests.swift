@@ -49,10 +49,7 @@ struct UserChangeTests {
         let other: TaskNode
 
         init(_ start: Start, options: TaskOptions = .interactive) {
-            let (_, wake) = AsyncStream<Void>.makeStream()
-            state = GraphState(
-                ownerID: "owner", maxConcurrentTasks: 1, writerWake: wake, eventBacklogLimit: 1_000,
-                writerLagTolerance: 1)
+            state = GraphState.alone(slots: 1)
             let created = Date(timeIntervalSince1970: 1_000)
             func record(_ id: String, _ status: TaskStatus) -> TaskRecord {
                 TaskRecord(
