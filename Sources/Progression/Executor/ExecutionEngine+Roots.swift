@@ -90,12 +90,22 @@ extension ExecutionEngine {
     func launch(_ launches: [NodeHandle]) {
         for handle in launches {
             let task = Task.detached { await self.runRoot(handle) }
-            let cancel = locked { state -> Bool in
-                guard let node = state.nodes[handle] else { return false }
-                node.runTask = task
-                return node.effectiveStop != nil
+            let launched = locked { state in state.launched(handle, task) }
+            launched.waiter?.resume(returning: task)
+            if launched.cancel { task.cancel() }
+        }
+    }
+
+    /// The run task of a root that a graceful stop found given a slot but not launched yet: waits for
+    /// ``launch(_:)`` to make it (`nil` when the root was launched and has ended since).
+    func runTask(launching handle: NodeHandle) async -> Task<Void, Never>? {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Task<Void, Never>?, Never>) in
+            let made = locked { state -> Task<Void, Never>?? in
+                guard state.unlaunched.keys.contains(handle) else { return .some(state.nodes[handle]?.runTask) }
+                state.unlaunched[handle] = continuation
+                return .none
             }
-            if cancel { task.cancel() }
+            if let made { continuation.resume(returning: made) }
         }
     }
 
@@ -487,10 +497,28 @@ extension GraphState {
             }
             node.stopReason = nil
             node.phase = .running
+            unlaunched[handle] = .some(nil)
             dispatch.launches.append(handle)
         }
         dispatch.wantsClaims = runQueue.unclaimedSlots > 0
         return dispatch
+    }
+
+    /// What ``ExecutionEngine/launch(_:)`` does with a root's run task once it is made: the task is the root's (it
+    /// is cancelled at once when the root was stopped meanwhile), and whoever waited for it gets it.
+    struct Launched {
+        var cancel = false
+        var waiter: CheckedContinuation<Task<Void, Never>?, Never>?
+    }
+
+    /// Records the run task made for a root given a slot by ``dispatch(now:monotonicNow:)``.
+    mutating func launched(_ handle: NodeHandle, _ task: Task<Void, Never>) -> Launched {
+        var launched = Launched(waiter: unlaunched.removeValue(forKey: handle) ?? nil)
+        if let node = nodes[handle] {
+            node.runTask = task
+            launched.cancel = node.effectiveStop != nil
+        }
+        return launched
     }
 
     /// Prepares a root (or a subtask run again) for a new run: its subtasks are found again by name and occurrence,

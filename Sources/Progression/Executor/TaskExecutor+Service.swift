@@ -56,14 +56,16 @@ extension TaskExecutor {
         }
         isShutDown = true
         let grace = gracePeriod ?? engine.configuration.shutdownGracePeriod
-        let (running, loading) = engine.beginShutdown()
-        engine.logger.info("shutting down", metadata: ["running": "\(running.count)"])
-        // Wait for running code (and the recording of how it ended) up to the grace period. Code still running then is
-        // left to the process's exit: the wait does not hold the stop.
+        let begun = engine.beginShutdown()
+        engine.logger.info("shutting down", metadata: ["running": "\(begun.running.count + begun.unlaunched.count)"])
+        // Wait for running code (and the recording of how it ended) up to the grace period, including roots given a
+        // slot whose run task was not made yet (it is cancelled as it is made). Code still running then is left to the
+        // process's exit: the wait does not hold the stop.
         let engine = engine
         let began = engine.clock.now()
         await Self.wait(atMost: grace, clock: engine.clock) {
-            for task in running + loading { await task.value }
+            for task in begun.running { await task.value }
+            for handle in begun.unlaunched { await engine.runTask(launching: handle)?.value }
         }
         // What is left to write and the owner's stop record, in what remains of the grace period (at least a second),
         // unless the store keeps failing or cannot be reached past it.
@@ -113,12 +115,12 @@ extension TaskExecutor {
 extension ExecutionEngine {
     /// The first step of a graceful stop: no new work; running roots are asked to stop (their code records a release);
     /// queued, paused and waiting roots are handed back now. Returns the tasks to wait for.
-    func beginShutdown() -> (running: [Task<Void, Never>], loading: [Task<Void, Never>]) {
+    func beginShutdown() -> GraphState.ShutdownBegun {
         let now = now()
         let stopping = locked { state in state.beginShutdown(now: now) }
         perform(stopping.effects)
         stopping.cancellation.run()
-        return (stopping.running, [])
+        return stopping
     }
 }
 
@@ -127,6 +129,8 @@ extension GraphState {
     struct ShutdownBegun {
         /// The run tasks of roots whose code was asked to stop: the stop waits for them (within its grace period).
         var running: [Task<Void, Never>] = []
+        /// Roots given a slot whose run task is not made yet: the stop waits for them too, once they are launched.
+        var unlaunched: [NodeHandle] = []
         var cancellation = Cancellation()
         /// Callers of roots handed back (idle now).
         var effects = GraphEffects()
@@ -142,7 +146,11 @@ extension GraphState {
         for root in roots where !root.record.status.isFinished {
             if root.phase == .running || root.phase == .suspended || root.execution != nil {
                 begun.cancellation.actions += ExecutionEngine.stop(root, .shutdown).actions
-                if let task = root.runTask { begun.running.append(task) }
+                if let task = root.runTask {
+                    begun.running.append(task)
+                } else if unlaunched.keys.contains(root.handle) {
+                    begun.unlaunched.append(root.handle)
+                }
             } else {
                 // Queued, paused or waiting for its next attempt: handed back (a paused one stays paused); a job
                 // queued unowned is the store's already.

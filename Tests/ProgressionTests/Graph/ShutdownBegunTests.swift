@@ -79,4 +79,51 @@ struct ShutdownBegunTests {
             state.dispatch(now: Date(timeIntervalSince1970: 2_000), monotonicNow: .seconds(1)).launches.isEmpty,
             "a stopped executor starts nothing")
     }
+
+    /// Stop 32's CI: a root given a slot just before the stop, whose run task was not made yet, was not waited for;
+    /// its start committed, its code was cancelled as the task was made, and the process exited before its release
+    /// was written (the store showed it `running` under a stopped owner). The stop now waits for it too.
+    @Test func aRootGivenASlotButNotLaunchedYetIsWaitedFor() {
+        var state = GraphState.alone(slots: 2)
+        let node = state.addRoot(
+            TaskRecord(
+                id: "starting", name: "starting", kind: "job", options: .interactive, status: .pending,
+                ownerID: "owner", createdAt: Date(timeIntervalSince1970: 1_000)),
+            stored: true)
+        node.body = { _ in nil }
+        state.enqueue(node)
+        let dispatch = state.dispatch(now: Date(timeIntervalSince1970: 1_500), monotonicNow: .seconds(1))
+        #expect(dispatch.launches == [node.handle])
+        #expect(node.phase == .running && node.runTask == nil)
+
+        let begun = state.beginShutdown(now: Date(timeIntervalSince1970: 2_000))
+
+        #expect(begun.running.isEmpty)
+        #expect(begun.unlaunched == [node.handle], "waited for once its run task is made")
+        #expect(node.stopReason == .shutdown)
+        // Made after the stop began: cancelled at once.
+        let task = Task<Void, Never> {}
+        let launched = state.launched(node.handle, task)
+        #expect(launched.cancel)
+        #expect(node.runTask != nil && state.unlaunched.isEmpty)
+    }
+
+    /// A root launched before the stop is waited for by its run task, not as unlaunched.
+    @Test func aLaunchedRootIsWaitedForByItsRunTask() {
+        var state = GraphState.alone(slots: 1)
+        let node = state.addRoot(
+            TaskRecord(
+                id: "running", name: "running", kind: "job", options: .interactive, status: .pending,
+                ownerID: "owner", createdAt: Date(timeIntervalSince1970: 1_000)),
+            stored: true)
+        node.body = { _ in nil }
+        state.enqueue(node)
+        _ = state.dispatch(now: Date(timeIntervalSince1970: 1_500), monotonicNow: .seconds(1))
+        let launched = state.launched(node.handle, Task<Void, Never> {})
+        #expect(!launched.cancel && launched.waiter == nil)
+
+        let begun = state.beginShutdown(now: Date(timeIntervalSince1970: 2_000))
+
+        #expect(begun.running.count == 1 && begun.unlaunched.isEmpty)
+    }
 }

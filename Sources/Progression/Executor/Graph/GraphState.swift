@@ -47,6 +47,9 @@ struct GraphState {
     var pausedKinds: Set<String> = []
     /// Roots claimed whose trees could not be read yet (the store failed): loaded by the next claim pass.
     var unloadedClaims: [ClaimedRoot] = []
+    /// Roots given a slot whose run task is not made yet (between a dispatch and ``ExecutionEngine/launch(_:)``), and
+    /// who waits for that task (a graceful stop that found such a root).
+    var unlaunched: [NodeHandle: CheckedContinuation<Task<Void, Never>?, Never>?] = [:]
     /// This executor's owner id: a root it starts becomes its own in the store.
     let ownerID: String
     /// No new work is accepted; queued roots are handed back.
