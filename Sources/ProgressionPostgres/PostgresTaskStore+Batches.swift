@@ -239,7 +239,7 @@ extension PostgresTaskStore {
     /// A batch the procedure refuses because the session's mark is not the batch before it goes on from the mark the
     /// server has: `nil` is returned, and the caller sends the batch again. The mark is behind when it was removed (a
     /// store that opens removes the marks of sessions silent for a week); it is ahead when a batch settled as not
-    /// committed did commit (seen once in the chaos run, cause not found): what that batch stored becomes known
+    /// committed did commit (seen twice in chaos runs, cause not found): what that batch stored becomes known
     /// (``Ambiguous/stored``), so that the batch sent again does not insert its rows or store its events twice.
     func applyInOneCall(_ batch: TaskBatch) async throws -> TaskBatchResult? {
         try await opened()

@@ -190,7 +190,7 @@ final class StopSignal: Sendable {
 /// back with the same inserts and events (seen in the chaos run: the settled entry was dropped, the adapted batch
 /// failed, and its insert came back and was taken for another owner's row).
 struct Ambiguous: Sendable {
-    /// Rows, events and claims stored by batches whose commit was found out later.
+    /// Rows inserted, events stored and roots taken by batches whose commit was found out later.
     struct Stored: Sendable, Equatable {
         var inserts: Set<String> = []
         var events: [TaskEvent: Int] = [:]
@@ -199,15 +199,12 @@ struct Ambiguous: Sendable {
 
         var isEmpty: Bool { inserts.isEmpty && events.isEmpty && taken.isEmpty }
 
-        /// What `batch` stored when it committed, but for the rows in `refused` (fenced or conflicting), whose events
-        /// the batch did not store either.
-        static func written(by batch: TaskBatch, refused: Set<String> = []) -> Stored {
+        /// What `batch` stored when it committed.
+        static func written(by batch: TaskBatch) -> Stored {
             var stored = Stored()
-            for record in batch.inserts where !refused.contains(record.id) { stored.inserts.insert(record.id) }
-            for update in batch.updates where update.unownedWithStatus != nil && !refused.contains(update.record.id) {
-                stored.taken.insert(update.record.id)
-            }
-            for event in batch.events where !refused.contains(event.taskID) { stored.events[event, default: 0] += 1 }
+            for record in batch.inserts { stored.inserts.insert(record.id) }
+            for update in batch.updates where update.unownedWithStatus != nil { stored.taken.insert(update.record.id) }
+            for event in batch.events { stored.events[event, default: 0] += 1 }
             return stored
         }
 

@@ -138,17 +138,16 @@ enum PostgresThroughput {
         storeConfiguration.schema = schema()
         storeConfiguration.maximumConnections = 8
         let store = try await PostgresTaskStore.started(configuration: storeConfiguration)
+        let rate: Result<Double, any Error>
         do {
-            let rate = try await jobs(on: store, count: count, concurrency: concurrency, gathering: gathering)
-            try? await store.dropSchema()
-            await store.close()
-            return rate
+            rate = .success(try await jobs(on: store, count: count, concurrency: concurrency, gathering: gathering))
         } catch {
-            // The schema is dropped before the process ends (a server given by --postgres-url keeps no leftovers).
-            try? await store.dropSchema()
-            await store.close()
-            throw error
+            rate = .failure(error)
         }
+        // The schema is dropped before the process ends (a server given by --postgres-url keeps no leftovers).
+        try? await store.dropSchema()
+        await store.close()
+        return try rate.get()
     }
 
     private static func jobs(
