@@ -63,9 +63,9 @@ package final class OperatorStore: TaskStoreBackend, FleetStoreForwarding {
     }
 
     /// ``rootOutcomes(after:since:)`` of a store that is not a file.
-    func baseOutcomes(after sequence: Int64?, since date: Date) async throws -> RootOutcomePage? {
+    func baseOutcomes(after cursor: RootOutcomeCursor?, since date: Date) async throws -> RootOutcomePage? {
         #if PostgreSQL
-        if let postgres = base as? PostgresTaskStore { return try await postgres.rootOutcomes(after: sequence, since: date) }
+        if let postgres = base as? PostgresTaskStore { return try await postgres.rootOutcomes(after: cursor, since: date) }
         #endif
         return nil
     }

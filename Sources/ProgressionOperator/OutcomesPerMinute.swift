@@ -15,8 +15,8 @@ package struct OutcomesPerMinute: Sendable {
     package static let minutes = 60
 
     private var counts: [Int64: (completed: Int, failed: Int)] = [:]
-    /// The last event looked at; `nil` before the first read.
-    package private(set) var through: Int64?
+    /// Where the reads of the history stand; `nil` before the first one.
+    package private(set) var cursor: RootOutcomeCursor?
 
     package init() {}
 
@@ -28,7 +28,7 @@ package struct OutcomesPerMinute: Sendable {
             if outcome.kind == .failed { count.failed += 1 } else { count.completed += 1 }
             counts[minute] = count
         }
-        through = page.through
+        cursor = page.cursor
         let oldest = Self.minute(of: now) - Int64(Self.minutes) + 1
         counts = counts.filter { $0.key >= oldest }
     }
@@ -38,11 +38,11 @@ package struct OutcomesPerMinute: Sendable {
     /// - Returns: `false` when the store cannot tell (the in-memory store).
     package mutating func refresh(from store: OperatorStore, now: Date = Date(), pages: Int = 20) async throws -> Bool {
         for _ in 0..<pages {
-            guard let page = try await store.rootOutcomes(after: through, since: now.addingTimeInterval(-3600)) else {
+            guard let page = try await store.rootOutcomes(after: cursor, since: now.addingTimeInterval(-3600)) else {
                 return false
             }
             add(page, now: now)
-            if page.outcomes.count < RootOutcomeReading.pageSize { break }
+            if !page.more { break }
         }
         return true
     }

@@ -56,12 +56,12 @@ extension OperatorStore {
         }.sorted { ($0.alive ? 0 : 1, $0.startedAt, $0.id) < ($1.alive ? 0 : 1, $1.startedAt, $1.id) }
     }
 
-    /// The roots that completed or failed after the event `sequence` (or, without one, since `date`), as the
-    /// history recorded them; `nil` for a store that cannot say (the in-memory one).
-    package func rootOutcomes(after sequence: Int64?, since date: Date) async throws -> RootOutcomePage? {
+    /// The roots that completed or failed since `cursor` (or, without one, since `date`), as the history recorded
+    /// them; `nil` for a store that cannot say (the in-memory one).
+    package func rootOutcomes(after cursor: RootOutcomeCursor?, since date: Date) async throws -> RootOutcomePage? {
         try await checked { store in
-            if let sqlite = store.sqlite { return try await sqlite.rootOutcomes(after: sequence, since: date) }
-            return try await store.baseOutcomes(after: sequence, since: date)
+            if let sqlite = store.sqlite { return try await sqlite.rootOutcomes(after: cursor, since: date) }
+            return try await store.baseOutcomes(after: cursor, since: date)
         }
     }
 }
