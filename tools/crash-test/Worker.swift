@@ -47,6 +47,9 @@ extension CrashTest {
         @Option(help: "Pause this task once it runs.") var pauseWhenRunning: String?
         @Option(help: "Roots running at once.") var concurrency = 8
         @Option(help: "Interruptions before a job fails as a crash loop.") var maxInterruptions = 3
+        @Option(
+            help: "Batch jobs stop at this checkpoint of their loop and wait there until the process is killed (a test kills it after a checkpoint, however slow the machine)."
+        ) var holdAfterCheckpoint: Int?
         @Flag(help: "Exit 0 once every task in the database has finished.") var exitWhenIdle = false
         @Flag(help: "Run as a service: SIGTERM or SIGINT shut it down gracefully.") var service = false
         @Flag(
@@ -62,7 +65,7 @@ extension CrashTest {
             let ledger = Ledger(path: ledger)
             let storageFailed = StorageFailed()
             let holdsJobs = iterateUntilStorageFails
-            try Self.register(on: executor, ledger: ledger, runDelay: runDelay) {
+            try Self.register(on: executor, ledger: ledger, runDelay: runDelay, holdAfterCheckpoint: holdAfterCheckpoint) {
                 holdsJobs && !storageFailed.seen.withLock { $0 }
             }
             try await executor.start()
@@ -138,9 +141,12 @@ extension CrashTest {
             return unfinished.isEmpty
         }
 
-        /// - Parameter goesOn: whether a batch job's loop goes on past its iterations.
+        /// - Parameters:
+        ///   - holdAfterCheckpoint: a batch job's loop waits, once this checkpoint is stored, until it is cancelled or
+        ///     its process killed.
+        ///   - goesOn: whether a batch job's loop goes on past its iterations.
         static func register(
-            on executor: TaskExecutor, ledger: Ledger, runDelay: Int? = nil,
+            on executor: TaskExecutor, ledger: Ledger, runDelay: Int? = nil, holdAfterCheckpoint: Int? = nil,
             goesOn: @escaping @Sendable () -> Bool = { false }
         ) throws {
             try executor.register("batch", input: BatchInput.self) { input, context in
@@ -181,6 +187,11 @@ extension CrashTest {
                     try await context.report(.step(min(iteration, input.iterations), of: input.iterations))
                     try await context.checkpoint(iteration)
                     ledger.append("ckpt \(job) \(iteration)")
+                    if iteration == holdAfterCheckpoint {
+                        ledger.append("holding \(job) \(iteration)")
+                        // Code that runs until it is stopped: the test kills the process now.
+                        try await Task.sleep(for: .seconds(3_600))
+                    }
                     iteration += 1
                 }
                 ledger.append("done \(job) \(sum)")

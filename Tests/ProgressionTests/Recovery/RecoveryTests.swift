@@ -23,10 +23,13 @@ struct RecoveryTests {
     }
 
     @Test func aKilledJobResumesSkippingCompletedStepsFromItsCheckpoint() async throws {
-        // 1,000 iterations of 20 ms: the job is still running when this test, however late on a busy machine, kills it.
-        let first = try worker(["--submit-batch", "1", "--iterations", "1000", "--delay", "20"])
-        try await waitUntil("the loop to pass a few checkpoints") {
-            ledger.lines.filter { $0.hasPrefix("ckpt ") }.count >= 3
+        // The job holds at its third checkpoint: it is still running when this test, however late on a busy machine,
+        // kills it (it used to run 1,000 iterations of 20 ms, and once finished before a starved test killed it).
+        let first = try worker([
+            "--submit-batch", "1", "--iterations", "20", "--delay", "20", "--hold-after-checkpoint", "3",
+        ])
+        try await waitUntil("the loop to hold at its third checkpoint") {
+            ledger.lines.contains { $0.hasPrefix("holding ") }
         }
         first.kill()
         try await first.waitForExit()
