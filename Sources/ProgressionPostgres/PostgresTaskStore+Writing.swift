@@ -186,6 +186,20 @@ extension PostgresTaskStore {
                     }
                 }
                 rejectedRoots = roots.subtracting(held)
+                if !rejectedRoots.isEmpty {
+                    // What the store holds for the roots it refuses, for whoever reads why a worker stopped them.
+                    var found: [String: String] = [:]
+                    for (id, holder, status) in holders where rejectedRoots.contains(id) {
+                        found[id] = "\(status), held by \(holder ?? "none")"
+                            + (unownedGuards[id].map { ", expected unowned and \($0.rawValue)" } ?? "")
+                    }
+                    logger.notice(
+                        "rows not written: their roots are not this owner's",
+                        metadata: [
+                            "owner": "\(batch.owner ?? "none")",
+                            "roots": "\(rejectedRoots.sorted().map { "\($0): \(found[$0] ?? "not found")" })",
+                        ])
+                }
             }
         }
         if !batch.inserts.isEmpty {
