@@ -304,3 +304,56 @@ private enum CLibrary {
     }
 }
 #endif
+
+/// The server's slow calls (initdb, pg_ctl, psql: seconds on a loaded machine) for async callers, on a thread of
+/// their own: a test process's cooperative pool has as many threads as the machine has cores (two here), and a call
+/// that waits for a program on one of them holds up every other test running then (a starved test once waited over
+/// 20 s for a poll, another 60 s for a one-second call).
+extension LocalPostgresServer {
+    /// Runs `body` on a thread of its own and waits for it without holding a thread of the cooperative pool.
+    package static func offThePool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread { continuation.resume(with: Result(catching: body)) }.start()
+        }
+    }
+
+    /// A new server (``init(durable:stock:tcpAddresses:tcpPort:)``), made off the cooperative pool.
+    package static func make(
+        durable: Bool, stock: Bool = false, tcpAddresses: [String] = [], tcpPort: Int = 55432
+    ) async throws -> LocalPostgresServer {
+        try await offThePool {
+            try LocalPostgresServer(durable: durable, stock: stock, tcpAddresses: tcpAddresses, tcpPort: tcpPort)
+        }
+    }
+
+    /// ``shared()``, started off the cooperative pool.
+    package static func shared() async throws -> LocalPostgresServer {
+        try await offThePool { try shared() }
+    }
+
+    /// ``restart(_:)``, off the cooperative pool.
+    package func restart(_ mode: StopMode) async throws {
+        try await Self.offThePool { try self.restart(mode) }
+    }
+
+    /// ``stop(_:)``, off the cooperative pool.
+    package func stop(_ mode: StopMode) async throws {
+        try await Self.offThePool { try self.stop(mode) }
+    }
+
+    /// ``start()``, off the cooperative pool.
+    package func start() async throws {
+        try await Self.offThePool { try self.start() }
+    }
+
+    /// ``terminateBackends(applicationName:fraction:)``, off the cooperative pool.
+    @discardableResult
+    package func terminateBackends(applicationName: String = "progression", fraction: Double = 1) async throws -> Int {
+        try await Self.offThePool { try self.terminateBackends(applicationName: applicationName, fraction: fraction) }
+    }
+
+    /// ``sql(_:)``, off the cooperative pool.
+    package func sql(_ statement: String) async throws -> String {
+        try await Self.offThePool { try self.sql(statement) }
+    }
+}

@@ -1,3 +1,5 @@
+import Progression
+
 /// Polls `condition` every `interval` until it holds; throws after `timeout`. Not a sleep used as synchronisation: it
 /// waits for a state, with a deadline.
 ///
@@ -5,15 +7,28 @@
 /// try await poll("the service to start") { service.stderr.contains("serving checksum jobs") }
 /// ```
 ///
+/// A store's transient error (``TaskStoreError/isTransient``: the server did not answer in time, a connection could
+/// not be made) in `condition` means "not known yet": the poll goes on, and says so if it times out. A loaded
+/// machine's test reads of a live server fail that way now and then; what the test waits for has not failed.
+///
 /// - Throws: ``TestFailure`` ("timed out waiting for `what`") once `timeout` has passed without `condition` holding,
-///   or what `condition` throws.
+///   or what `condition` throws but a transient store error.
 public func poll(
     _ what: String, timeout: Duration = .seconds(120), every interval: Duration = .milliseconds(20),
     _ condition: () async throws -> Bool
 ) async throws {
     let deadline = ContinuousClock.now + timeout
-    while try await !condition() {
-        guard ContinuousClock.now < deadline else { throw TestFailure.timedOut(waitingFor: what) }
+    var transient: TaskStoreError?
+    while true {
+        do {
+            if try await condition() { return }
+        } catch let error as TaskStoreError where error.isTransient {
+            transient = error
+        }
+        guard ContinuousClock.now < deadline else {
+            throw transient.map { TestFailure("timed out waiting for \(what) (the store's last error: \($0))") }
+                ?? TestFailure.timedOut(waitingFor: what)
+        }
         try await Task.sleep(for: interval)
     }
 }

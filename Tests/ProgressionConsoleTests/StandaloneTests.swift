@@ -58,7 +58,7 @@ import ProgressionPostgresTestSupport
     #if PostgreSQL
     @Test func itServesAPostgreSQLURLWithItsToken() async throws {
         let directory = try TemporaryDirectory()
-        let server = try LocalPostgresServer.shared()
+        let server = try await LocalPostgresServer.shared()
         let schema = "standalone_\(UInt32.random(in: 0...UInt32.max))"
         let store = try await PostgresTaskStore.started(configuration: server.configuration(schema: schema))
         try await ConsoleFixture.seed(store)

@@ -104,7 +104,7 @@ struct BatchCallTests {
     /// executor sends it) finds out first, from the session's mark, that it did: its new row is written as an update
     /// and its event is not stored twice.
     @Test func aBatchThatCommittedBehindACutLinkIsKnownAsWrittenOnceTheServerAnswers() async throws {
-        let server = try PostgresResilienceTests.server(tcp: true)
+        let server = try await PostgresResilienceTests.server(tcp: true)
         defer { server.stop() }
         let proxy = try TCPProxy(port: server.tcpPort)
         defer { proxy.stop() }

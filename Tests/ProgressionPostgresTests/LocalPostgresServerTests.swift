@@ -32,10 +32,10 @@ import Testing
     /// A pipe the test process holds while the server starts is in neither the server's processes nor its watchdog:
     /// the watchdog once held the writing end of a prune test's pipe, whose reader then waited for its end of input
     /// for ever, and the test with it, blocking a thread of the two-thread pool and starving the whole run.
-    @Test func theServerAndItsWatchdogInheritNoDescriptorOfTheTests() throws {
+    @Test func theServerAndItsWatchdogInheritNoDescriptorOfTheTests() async throws {
         // Foundation's pipe: inheritable, as a test's descriptors may be.
         let pipe = Pipe()
-        let server = try LocalPostgresServer(durable: false)
+        let server = try await LocalPostgresServer.make(durable: false)
         defer { try? server.stop(.immediate) }
         let name = Self.pipeName(pipe.fileHandleForWriting)
         let spawned = Self.processes(naming: server.directory, holding: name)

@@ -19,7 +19,7 @@ struct MultiHostTests {
         let store: PostgresTaskStore
 
         init() async throws {
-            let server = try LocalPostgresServer.shared()
+            let server = try await LocalPostgresServer.shared()
             let schema = "hosts_\(UInt32.random(in: 0...UInt32.max))"
             url = server.url(schema: schema)
             store = try await PostgresTaskStore.started(configuration: server.configuration(schema: schema))

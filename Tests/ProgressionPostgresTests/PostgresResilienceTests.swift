@@ -71,13 +71,13 @@ struct PostgresResilienceTests {
     }
 
     /// A server of this test's own (fsync off), and a store configuration for a schema on it with a short deadline.
-    static func server(tcp: Bool = false) throws -> LocalPostgresServer {
-        guard tcp else { return try LocalPostgresServer(durable: false) }
+    static func server(tcp: Bool = false) async throws -> LocalPostgresServer {
+        guard tcp else { return try await LocalPostgresServer.make(durable: false) }
         // A free TCP port, chosen at random; another test's server may hold one.
         var failure: (any Error)?
         for _ in 0..<5 {
             do {
-                return try LocalPostgresServer(
+                return try await LocalPostgresServer.make(
                     durable: false, tcpAddresses: ["127.0.0.1"], tcpPort: Int.random(in: 20_000...60_000))
             } catch {
                 failure = error
@@ -105,7 +105,7 @@ struct PostgresResilienceTests {
     static func runThrough(_ disturbance: String, disturb: @escaping @Sendable (LocalPostgresServer) throws -> Void)
         async throws
     {
-        let server = try Self.server()
+        let server = try await Self.server()
         defer { server.stop() }
         let ledger = Ledger()
         try await PostgresTaskStore.withStore(configuration: configuration(server)) { store in
@@ -183,19 +183,19 @@ struct PostgresResilienceTests {
     }
 
     @Test func aCallWhileTheServerIsDownFailsWithinItsDeadlineAndTheNextOneAfterItWorks() async throws {
-        let server = try Self.server()
+        let server = try await Self.server()
         defer { server.stop() }
         var configuration = Self.configuration(server)
         configuration.callTimeout = .seconds(1)
         try await PostgresTaskStore.withStore(configuration: configuration) { store in
             // A second is short on a loaded machine: the first call may need a few tries.
             try await poll("a first call to succeed", timeout: .seconds(60)) { (try? await store.statistics()) != nil }
-            try server.stop(.immediate)
+            try await server.stop(.immediate)
             // The deadline is a second: what is checked is that the call ends, with a transient error.
             let failure = await #expect(throws: TaskStoreError.self) { try await store.statistics() }
             #expect(failure?.reason == .unavailable, "\(String(describing: failure))")
             #expect(failure?.isTransient == true)
-            try server.start()
+            try await server.start()
             let lastError = Recorder<String>()
             do {
                 try await poll("a call to succeed once the server is back", timeout: .seconds(60)) {
@@ -215,7 +215,7 @@ struct PostgresResilienceTests {
     }
 
     @Test func aStatementTheServerRefusesIsFinalAndOneThatWaitsPastItsDeadlineIsTransient() async throws {
-        let server = try Self.server()
+        let server = try await Self.server()
         defer { server.stop() }
         // The refusals on a deadline no loaded machine reaches: what is checked is the server's answer.
         var patient = Self.configuration(server)
@@ -255,7 +255,7 @@ struct PostgresResilienceTests {
     }
 
     @Test func listeningResumesAfterARestart() async throws {
-        let server = try Self.server()
+        let server = try await Self.server()
         defer { server.stop() }
         var quiet = Self.configuration(server)
         // No poll tick within the test: only a notification moves the counter.
@@ -263,7 +263,7 @@ struct PostgresResilienceTests {
         try await PostgresTaskStore.withStore(configuration: quiet) { listener in
             try await PostgresTaskStore.withStore(configuration: Self.configuration(server)) { writer in
                 #expect(listener.changes.isListening)
-                try server.restart(.fast)
+                try await server.restart(.fast)
                 try await poll("the listener to listen again", timeout: .seconds(60)) {
                     // What it missed meanwhile counts as a change once it listens again; then it is quiet.
                     listener.changes.isListening
@@ -281,7 +281,7 @@ struct PostgresResilienceTests {
     }
 
     @Test func aGracefulStopEndsWhileTheServerIsDown() async throws {
-        let server = try Self.server()
+        let server = try await Self.server()
         defer { server.stop() }
         let ledger = Ledger()
         let store = try await PostgresTaskStore.started(configuration: Self.configuration(server))
@@ -289,7 +289,7 @@ struct PostgresResilienceTests {
         try await executor.start()
         for _ in 0..<8 { _ = try await executor.submit("steps", input: Steps(steps: 100, milliseconds: 20)) }
         try await poll("steps to commit", timeout: .seconds(60)) { ledger.committedCount >= 8 }
-        try server.stop(.immediate)
+        try await server.stop(.immediate)
         // Running code waits for commits that cannot come: the stop must still end, bounded by the grace period
         // (2 s; the bound checked here is generous, what matters is that it returns).
         let stopped = Task { await executor.shutdown() }
@@ -305,7 +305,7 @@ struct PostgresResilienceTests {
     /// knowledge was dropped once settled, the insert came back as a conflict, and the worker took the row for
     /// another owner's and stopped the job, which then stayed running).
     @Test func whatALostCommitStoredStaysKnownUntilABatchLeavingItOutCommits() async throws {
-        let server = try Self.server()
+        let server = try await Self.server()
         defer { server.stop() }
         try await PostgresTaskStore.withStore(configuration: Self.configuration(server, schema: "settle")) { store in
             let t0 = Date(timeIntervalSince1970: 1_700_000_000)
@@ -318,7 +318,7 @@ struct PostgresResilienceTests {
             first.events = [created]
             _ = try await store.apply(first)
             // Its answer lost while the server was down: the executor got an error and keeps what it held.
-            let xid = try #require(Int64(
+            let xid = try await #require(Int64(
                 try server.sql("SELECT xmin::text FROM settle.tasks WHERE id = 'r.1'")
                     .trimmingCharacters(in: .whitespacesAndNewlines)))
             store.ambiguous.withLock {
@@ -329,14 +329,14 @@ struct PostgresResilienceTests {
             next.inserts = [step]
             next.events = [created]
             next.updates = [TaskUpdate(root, columns: .progress)]
-            _ = try server.sql(
+            _ = try await server.sql(
                 """
                 CREATE FUNCTION settle.refuse() RETURNS trigger LANGUAGE plpgsql AS
                   $$ BEGIN RAISE EXCEPTION 'no space left (test)' USING ERRCODE = '53100'; END $$;
                 CREATE TRIGGER refuse BEFORE INSERT OR UPDATE ON settle.tasks FOR EACH ROW EXECUTE FUNCTION settle.refuse();
                 """)
             await #expect(throws: TaskStoreError.self) { try await store.apply(next) }
-            _ = try server.sql("DROP TRIGGER refuse ON settle.tasks")
+            _ = try await server.sql("DROP TRIGGER refuse ON settle.tasks")
             // Sent again as taken: the step's row is not a conflict, its event not stored twice.
             let result = try await store.apply(next)
             #expect(result.conflictingTaskIDs.isEmpty && result.rejectedTaskIDs.isEmpty, "\(result)")
@@ -350,7 +350,7 @@ struct PostgresResilienceTests {
     /// Writes of tasks fail (a trigger refuses them, as a full disk would) while the owners table still takes writes:
     /// the executor renews no lease until its writes go through again, so that another host would take its roots.
     @Test func anExecutorWhoseWritesFailRenewsNoLease() async throws {
-        let server = try Self.server()
+        let server = try await Self.server()
         defer { server.stop() }
         let ledger = Ledger()
         try await PostgresTaskStore.withStore(configuration: Self.configuration(server, schema: "lease")) { store in
@@ -361,7 +361,7 @@ struct PostgresResilienceTests {
             func heartbeat() async throws -> Date? {
                 try await store.owners().first { $0.id == executor.ownerID }?.heartbeatAt
             }
-            _ = try server.sql(
+            _ = try await server.sql(
                 """
                 CREATE FUNCTION lease.refuse() RETURNS trigger LANGUAGE plpgsql AS
                   $$ BEGIN RAISE EXCEPTION 'no space left (test)' USING ERRCODE = '53100'; END $$;
@@ -380,7 +380,7 @@ struct PostgresResilienceTests {
             }
             #expect(seen.count <= 2, "\(seen.count) heartbeats were written while the writer failed")
             let last = try await heartbeat()
-            _ = try server.sql("DROP TRIGGER refuse ON lease.tasks")
+            _ = try await server.sql("DROP TRIGGER refuse ON lease.tasks")
             try await poll("writes to succeed again", timeout: .seconds(120)) { executor.storageHealth.isHealthy }
             try await poll("a heartbeat again", timeout: .seconds(120)) { (try? await heartbeat()) != last }
             await executor.shutdown()
@@ -391,7 +391,7 @@ struct PostgresResilienceTests {
     /// takes them once its heartbeat is stale; when the link heals, its late writes are rejected, it stops that work,
     /// and it takes new work again.
     @Test func aWorkerCutOffIsFencedAndTakesNewWorkOnceHealed() async throws {
-        let server = try Self.server(tcp: true)
+        let server = try await Self.server(tcp: true)
         defer { server.stop() }
         let proxy = try TCPProxy(port: server.tcpPort)
         defer { proxy.stop() }

@@ -16,7 +16,7 @@ struct PostgresSchemaTests {
     static func open(_ schema: String, _ change: (inout PostgresTaskStore.Configuration) -> Void = { _ in })
         async throws -> PostgresTaskStore
     {
-        var configuration = try LocalPostgresServer.shared().configuration(schema: schema)
+        var configuration = try await LocalPostgresServer.shared().configuration(schema: schema)
         change(&configuration)
         return try await PostgresTaskStore.started(configuration: configuration)
     }

@@ -61,11 +61,11 @@ extension ChaosTest {
                 while ContinuousClock.now < until {
                     try await Task.sleep(for: .milliseconds(Int.random(in: 150...600, using: &generator)))
                     if Bool.random(using: &generator) {
-                        killedBackends += (try? server.terminateBackends(fraction: 0.5)) ?? 0
+                        killedBackends += (try? await server.terminateBackends(fraction: 0.5)) ?? 0
                     }
                 }
                 let mode: LocalPostgresServer.StopMode = Bool.random(using: &generator) ? .fast : .immediate
-                try server.restart(mode)
+                try await server.restart(mode)
                 modes[mode, default: 0] += 1
                 lastRestart = Date()
             }

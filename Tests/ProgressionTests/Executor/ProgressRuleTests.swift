@@ -42,7 +42,7 @@ struct ProgressRuleTests {
     /// when its code returns.
     @Test func theReadmesJobPatternReadsProportionally() async throws {
         let directory = try TemporaryDirectory()
-        let executor = try makeExecutor(.memory, in: directory)
+        let executor = try await makeExecutor(.memory, in: directory)
         let files = ["a.csv", "b.csv", "c.csv", "d.csv"]
         let trace = Trace(executor, "readme")
         let id = try await executor.addTask(name: "import", id: "readme") { context in
@@ -71,7 +71,7 @@ struct ProgressRuleTests {
     /// A declared total: each subtask is one unit of it, no step report needed.
     @Test func aDeclaredTotalCountsSubtasksAsUnits() async throws {
         let directory = try TemporaryDirectory()
-        let executor = try makeExecutor(.memory, in: directory)
+        let executor = try await makeExecutor(.memory, in: directory)
         let trace = Trace(executor, "declared")
         let id = try await executor.addTask(name: "import", id: "declared") { context in
             try await context.report(.total(4))
@@ -93,7 +93,7 @@ struct ProgressRuleTests {
     /// of 40 bytes half read in the first folder shows the folder at 0.2 and the job at 20 / 300.
     @Test func nestedDeclaredTotalsCarryUnitsUp() async throws {
         let directory = try TemporaryDirectory()
-        let executor = try makeExecutor(.memory, in: directory)
+        let executor = try await makeExecutor(.memory, in: directory)
         let halfRead = Gate(), finish = Gate()
         let id = try await executor.addTask(name: "checksum", id: "bytes") { context in
             try await context.report(.total(300))
@@ -135,7 +135,7 @@ struct ProgressRuleTests {
     /// B (weight 3) at 50 % show 0.25 + 0.25 × (1 × 0.6 + 3 × 0.5) / 4.
     @Test func concurrentWeightedSubtasksShareTheStepUnderWay() async throws {
         let directory = try TemporaryDirectory()
-        let executor = try makeExecutor(.memory, in: directory)
+        let executor = try await makeExecutor(.memory, in: directory)
         let aReported = Gate(), bReported = Gate(), finish = Gate()
         let id = try await executor.addTask(name: "parent") { context in
             try await context.report(.step(1, of: 4))
@@ -172,7 +172,7 @@ struct ProgressRuleTests {
     @Test(arguments: ["cancel", "fail"])
     func anUnfinishedTaskKeepsTheProgressItHad(ending: String) async throws {
         let directory = try TemporaryDirectory()
-        let executor = try makeExecutor(.sqlite, in: directory)
+        let executor = try await makeExecutor(.sqlite, in: directory)
         struct Broken: Error {}
         let reported = Gate()
         let id = try await executor.addTask(name: "long") { context in
@@ -200,7 +200,7 @@ struct ProgressRuleTests {
     /// below what the failed attempt reached.
     @Test func aRetriedJobResumesItsProgressWithoutGoingBack() async throws {
         let directory = try TemporaryDirectory()
-        let executor = try makeExecutor(.memory, in: directory)
+        let executor = try await makeExecutor(.memory, in: directory)
         let runs = Counter()
         let trace = Trace(executor, "steps")
         struct Boom: Error {}
@@ -228,7 +228,7 @@ struct ProgressRuleTests {
     /// A job stopped gracefully and resumed by another executor shows what it had reached, then goes on.
     @Test func aResumedJobStartsFromWhereItWas() async throws {
         let directory = try TemporaryDirectory()
-        let store = try StoreKind.sqlite.make(in: directory)
+        let store = try await StoreKind.sqlite.make(in: directory)
         struct Input: Codable, Sendable {}
         let seen = Recorder<Double?>()
         let halfway = Gate()
@@ -269,7 +269,7 @@ struct ProgressRuleTests {
     @Test func updatedAtMovesWithProgress() async throws {
         let directory = try TemporaryDirectory()
         let clock = ManualClock()
-        let executor = try makeExecutor(.sqlite, in: directory, clock: clock)
+        let executor = try await makeExecutor(.sqlite, in: directory, clock: clock)
         let step = Gate(), stepped = Gate(), finish = Gate()
         let id = try await executor.addTask(name: "root") { context in
             try await context.report(.total(2))
@@ -298,7 +298,7 @@ struct ProgressRuleTests {
     /// `paused` event (the descendants' pause is implied), and resuming one `resumed` event.
     @Test func pausingARootWithManyDescendantsWritesOneEvent() async throws {
         let directory = try TemporaryDirectory()
-        let executor = try makeExecutor(.sqlite, in: directory)
+        let executor = try await makeExecutor(.sqlite, in: directory)
         let running = Counter(), release = Gate()
         let id = try await executor.addTask(name: "wide", options: .interactive) { context in
             try await withThrowingTaskGroup(of: Void.self) { group in
@@ -333,7 +333,7 @@ struct ProgressRuleTests {
     @Test func aRunningTaskCarriesARateAndATimeLeft() async throws {
         let directory = try TemporaryDirectory()
         let clock = ManualClock()
-        let executor = try makeExecutor(.sqlite, in: directory, clock: clock)
+        let executor = try await makeExecutor(.sqlite, in: directory, clock: clock)
         let go = (0...5).map { _ in Gate() }, reached = (0...5).map { _ in Gate() }
         let id = try await executor.addTask(name: "steady", options: .interactive) { context in
             try await context.report(.total(100))

@@ -9,7 +9,7 @@ struct StressTests {
     @Test(arguments: StoreKind.allCases)
     func manyTasksUnderRandomControlAllFinishAndAgree(kind: StoreKind) async throws {
         let directory = try TemporaryDirectory()
-        let executor = try makeExecutor(kind, in: directory)
+        let executor = try await makeExecutor(kind, in: directory)
         let options = TaskOptions.interactive.retryable()
         var ids: [String] = []
         for index in 0..<500 {

@@ -8,7 +8,7 @@ struct TaskExecutorTests {
     @Test(arguments: StoreKind.allCases)
     func aTaskRunsCompletesAndIsStored(kind: StoreKind) async throws {
         let directory = try TemporaryDirectory()
-        let executor = try makeExecutor(kind, in: directory)
+        let executor = try await makeExecutor(kind, in: directory)
         let id = try await executor.addTask(name: "Data Import", id: "import-1", options: .interactive) { context in
             try await context.report(.named("Initializing..."))
             try await context.report(.progress(0.2))
@@ -37,7 +37,7 @@ struct TaskExecutorTests {
     @Test(arguments: StoreKind.allCases)
     func aDuplicateIDIsRefusedAndTheStoredTaskIsLeftAlone(kind: StoreKind) async throws {
         let directory = try TemporaryDirectory()
-        let store = try kind.make(in: directory)
+        let store = try await kind.make(in: directory)
         let first = try TaskExecutor(store: store)
         try await first.addTask(name: "first", id: "same") { _ in }
         await #expect(throws: ProgressionError.self) { try await first.addTask(name: "again", id: "same") { _ in } }
@@ -66,7 +66,7 @@ struct TaskExecutorTests {
     @Test(arguments: invalidReports)
     func anInvalidReportThrowsAndChangesNothing(report: TaskProgress) async throws {
         let directory = try TemporaryDirectory()
-        let executor = try makeExecutor(.memory, in: directory)
+        let executor = try await makeExecutor(.memory, in: directory)
         let caught = Recorder<String>()
         let proceed = Gate()
         let id = try await executor.addTask(name: "t") { context in
@@ -89,7 +89,7 @@ struct TaskExecutorTests {
 
     @Test func pausingPausesTheSubtreeAndConcurrentReportersWaitThenContinue() async throws {
         let directory = try TemporaryDirectory()
-        let executor = try makeExecutor(.sqlite, in: directory)
+        let executor = try await makeExecutor(.sqlite, in: directory)
         let started = Counter(), passed = Counter(), release = Gate()
         let id = try await executor.addTask(name: "root", options: .interactive) { context in
             try await context.push("child") { child in
@@ -126,7 +126,7 @@ struct TaskExecutorTests {
 
     @Test func cancellingAPausedTaskCancelsIt() async throws {
         let directory = try TemporaryDirectory()
-        let executor = try makeExecutor(.memory, in: directory)
+        let executor = try await makeExecutor(.memory, in: directory)
         let reported = Gate(), afterPause = Counter()
         let id = try await executor.addTask(name: "root", options: .interactive) { context in
             try await context.report(.progress(0.1))
@@ -151,7 +151,7 @@ struct TaskExecutorTests {
     @Test func aTimeoutDoesNotTickWhilePaused() async throws {
         let directory = try TemporaryDirectory()
         let clock = ManualClock()
-        let executor = try makeExecutor(.memory, in: directory, clock: clock)
+        let executor = try await makeExecutor(.memory, in: directory, clock: clock)
         let paused = Gate()
         let id = try await executor.addTask(name: "root", options: TaskOptions.interactive.timeout(.seconds(2))) {
             context in
@@ -173,7 +173,7 @@ struct TaskExecutorTests {
 
     @Test func cancellingAParentCancelsItsRunningChildren() async throws {
         let directory = try TemporaryDirectory()
-        let executor = try makeExecutor(.sqlite, in: directory)
+        let executor = try await makeExecutor(.sqlite, in: directory)
         let running = Counter()
         let id = try await executor.addTask(name: "parent") { context in
             try await withThrowingTaskGroup(of: Void.self) { group in
@@ -202,7 +202,7 @@ struct TaskExecutorTests {
 
     @Test func cancelAllStopsEveryTasksCode() async throws {
         let directory = try TemporaryDirectory()
-        let executor = try makeExecutor(.memory, in: directory)
+        let executor = try await makeExecutor(.memory, in: directory)
         let running = Counter()
         var ids: [String] = []
         for index in 0..<5 {
@@ -226,7 +226,7 @@ struct TaskExecutorTests {
 
     @Test func aChildsErrorFailsItsParentUnlessTheParentCatchesIt() async throws {
         let directory = try TemporaryDirectory()
-        let executor = try makeExecutor(.memory, in: directory)
+        let executor = try await makeExecutor(.memory, in: directory)
         let failing = try await executor.addTask(name: "failing") { context in
             try await context.push("outer") { outer in
                 try await outer.push("inner") { _ in throw Boom() }
@@ -254,7 +254,7 @@ struct TaskExecutorTests {
 
     @Test func retryRunsAFailedRetryableTaskAgainUnderTheSameIDWithTheNextAttempt() async throws {
         let directory = try TemporaryDirectory()
-        let executor = try makeExecutor(.sqlite, in: directory)
+        let executor = try await makeExecutor(.sqlite, in: directory)
         let runs = Counter()
         let id = try await executor.addTask(name: "flaky", options: TaskOptions.default.retryable()) { _ in
             runs.increment()
@@ -284,7 +284,7 @@ struct TaskExecutorTests {
         { try await context.push(name) { _ in make() } }
 
         let directory = try TemporaryDirectory()
-        let executor = try makeExecutor(.sqlite, in: directory)
+        let executor = try await makeExecutor(.sqlite, in: directory)
         let codableRuns = Counter()
         let handleRuns = Counter()
         let attempts = Counter()
@@ -355,7 +355,7 @@ struct TaskExecutorTests {
 
     @Test func retryingRightAfterACancelKeepsTheNewRunVisible() async throws {
         let directory = try TemporaryDirectory()
-        let executor = try makeExecutor(.sqlite, in: directory)
+        let executor = try await makeExecutor(.sqlite, in: directory)
         let runs = Counter()
         let started = Gate()
         let id = try await executor.addTask(name: "long", options: TaskOptions.interactive.retryable()) { context in
@@ -379,7 +379,7 @@ struct TaskExecutorTests {
 
     @Test func automaticRetriesFollowThePolicysBackoff() async throws {
         let directory = try TemporaryDirectory()
-        let executor = try makeExecutor(.memory, in: directory)
+        let executor = try await makeExecutor(.memory, in: directory)
         let starts = Recorder<ContinuousClock.Instant>()
         let policy = RetryPolicy.exponential(maxAttempts: 3, initialBackoff: .milliseconds(100), multiplier: 2, jitter: 0)
         let id = try await executor.addTask(name: "flaky", options: TaskOptions.default.retryPolicy(policy)) { _ in
@@ -412,7 +412,7 @@ struct TaskExecutorTests {
 
     @Test func aTimeoutFailsTheTaskCancelsItsSubtreeAndAnEarlyEndLeavesNoTimer() async throws {
         let directory = try TemporaryDirectory()
-        let executor = try makeExecutor(.memory, in: directory)
+        let executor = try await makeExecutor(.memory, in: directory)
         let root = try await executor.addTask(name: "slow", options: TaskOptions.default.timeout(.milliseconds(200))) {
             context in
             try await context.push("child") { _ in try await Task.sleep(for: .seconds(600)) }
@@ -446,7 +446,7 @@ struct TaskExecutorTests {
     @Test(arguments: StoreKind.allCases)
     func afterFlushTheStoreHoldsTheLastSnapshotOfEveryNode(kind: StoreKind) async throws {
         let directory = try TemporaryDirectory()
-        let executor = try makeExecutor(kind, in: directory)
+        let executor = try await makeExecutor(kind, in: directory)
         let hold = Gate()
         let id = try await executor.addTask(name: "tree", options: .interactive) { context in
             try await context.report(.named("working").progress(0.1))
@@ -491,7 +491,7 @@ struct TaskExecutorTests {
         var configuration = TaskExecutor.Configuration()
         configuration.publishInterval = .milliseconds(50)
         configuration.completedTaskVisibility = .seconds(600)
-        let executor = try TaskExecutor(store: try StoreKind.memory.make(in: directory), configuration: configuration)
+        let executor = try TaskExecutor(store: try await StoreKind.memory.make(in: directory), configuration: configuration)
         let stream = executor.progressStream
         let reports = 200_000
         let clock = ContinuousClock()
@@ -521,7 +521,7 @@ struct ExecutorLifetimeTests {
         let directory = try TemporaryDirectory()
         weak var released: TaskExecutor?
         do {
-            let executor = try makeExecutor(.sqlite, in: directory)
+            let executor = try await makeExecutor(.sqlite, in: directory)
             released = executor
             let id = try await executor.addTask(name: "t") { context in try await context.report(.progress(1)) }
             _ = try await executor.finished(id)
@@ -538,7 +538,7 @@ struct VisibilityTests {
         let directory = try TemporaryDirectory()
         var configuration = TaskExecutor.Configuration()
         configuration.completedTaskVisibility = .milliseconds(100)
-        let executor = try TaskExecutor(store: try StoreKind.sqlite.make(in: directory), configuration: configuration)
+        let executor = try TaskExecutor(store: try await StoreKind.sqlite.make(in: directory), configuration: configuration)
         let done = try await executor.addTask(name: "done") { context in
             try await context.push("child") { _ in }
         }

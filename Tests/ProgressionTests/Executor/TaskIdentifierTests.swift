@@ -7,7 +7,7 @@ struct TaskIdentifierTests {
     @Test(arguments: StoreKind.allCases)
     func rootIDsAreShortDistinctAndIncreasingAndSubtaskIDsNameTheirRoot(kind: StoreKind) async throws {
         let directory = try TemporaryDirectory()
-        let executor = try makeExecutor(kind, in: directory)
+        let executor = try await makeExecutor(kind, in: directory)
         var ids: [String] = []
         for _ in 0..<50 {
             ids.append(
@@ -47,7 +47,7 @@ struct TaskIdentifierTests {
     @Test(arguments: StoreKind.allCases)
     func aRootIsFoundByEightCharactersAmongTenThousandCreatedTogether(kind: StoreKind) async throws {
         let directory = try TemporaryDirectory()
-        let executor = try makeExecutor(kind, in: directory)
+        let executor = try await makeExecutor(kind, in: directory)
         try executor.register("noop", input: Int.self) { _, context in try await context.push("step") { _ in } }
         let ids = try await executor.submit("noop", inputs: Array(0..<10_000))
         #expect(Set(ids).count == 10_000)

@@ -17,7 +17,7 @@ struct ClaimJudgementTests {
     @Test(arguments: [StoreKind.sqlite, .memory])
     func aClaimLeavesTheJobsOfAnOwnerThatWroteAHeartbeatSinceItWasJudged(kind: StoreKind) async throws {
         let directory = try TemporaryDirectory()
-        let store = try kind.make(in: directory)
+        let store = try await kind.make(in: directory)
         let judgedAt = Date().addingTimeInterval(-3_600)
         let slow = OwnerRecord(id: "slow", host: "elsewhere", pid: 1, startedAt: judgedAt, heartbeatAt: judgedAt)
         try await store.saveOwner(slow)

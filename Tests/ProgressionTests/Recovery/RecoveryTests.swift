@@ -252,7 +252,7 @@ struct BatchSubmitTests {
         var configuration = TaskExecutor.Configuration()
         configuration.maxConcurrentTasks = 3
         configuration.completedTaskVisibility = .seconds(600)
-        let executor = try TaskExecutor(store: try kind.make(in: directory), configuration: configuration)
+        let executor = try TaskExecutor(store: try await kind.make(in: directory), configuration: configuration)
         let running = Counter(), peak = Recorder<Int>(), sum = Recorder<Int>()
         try executor.register("add", input: Input.self) { input, _ in
             running.increment()

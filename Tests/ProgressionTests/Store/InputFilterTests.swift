@@ -9,7 +9,7 @@ struct InputFilterTests {
     @Test(arguments: StoreKind.allCases)
     func rootsAreChosenByTheBytesOfTheirInput(kind: StoreKind) async throws {
         let directory = try TemporaryDirectory()
-        let store = try kind.make(in: directory)
+        let store = try await kind.make(in: directory)
         let t0 = Date(timeIntervalSince1970: 1_700_000_000)
         let inputs: [(String, String?)] = [
             ("csv", #"{"file":"a.csv","rows":3}"#), ("CSV", #"{"file":"B.CSV"}"#), ("none", nil),

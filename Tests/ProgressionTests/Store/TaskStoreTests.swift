@@ -8,7 +8,7 @@ struct TaskStoreTests {
     @Test(arguments: StoreKind.allCases)
     func everyColumnRoundTrips(kind: StoreKind) async throws {
         let directory = try TemporaryDirectory()
-        let store = try kind.make(in: directory)
+        let store = try await kind.make(in: directory)
         let created = Date(timeIntervalSince1970: 1_700_000_000.123)
         let megabyte = String(repeating: "ü'\"; DROP TABLE tasks; --", count: 1_048_576 / 26)
         let root = TaskRecord(
@@ -41,7 +41,7 @@ struct TaskStoreTests {
     @Test(arguments: StoreKind.allCases)
     func insertingAnExistingIDIsAConflictAndWritesNothing(kind: StoreKind) async throws {
         let directory = try TemporaryDirectory()
-        let store = try kind.make(in: directory)
+        let store = try await kind.make(in: directory)
         try await store.insert([makeRecord(id: "a")], events: [])
         let error = await #expect(throws: TaskStoreError.self) {
             try await store.insert([makeRecord(id: "b"), makeRecord(id: "a")], events: [])
@@ -53,7 +53,7 @@ struct TaskStoreTests {
     @Test(arguments: StoreKind.allCases)
     func aBatchFailingAtItsLastItemRollsBackWhole(kind: StoreKind) async throws {
         let directory = try TemporaryDirectory()
-        let store = try kind.make(in: directory)
+        let store = try await kind.make(in: directory)
         let root = makeRecord(id: "root")
         let other = makeRecord(id: "other")
         try await store.insert([root, other], events: [])
@@ -80,7 +80,7 @@ struct TaskStoreTests {
     @Test(arguments: StoreKind.allCases)
     func aBatchWritesNewRowsChangedColumnsAndEvents(kind: StoreKind) async throws {
         let directory = try TemporaryDirectory()
-        let store = try kind.make(in: directory)
+        let store = try await kind.make(in: directory)
         let root = makeRecord(id: "root", owner: "me")
         let theirs = makeRecord(id: "theirs", owner: "someone else")
         try await store.insert([root, theirs], events: [])
@@ -118,7 +118,7 @@ struct TaskStoreTests {
     @Test(arguments: StoreKind.allCases)
     func narrowUpdatesWriteTheirColumnsOfExistingRowsOnly(kind: StoreKind) async throws {
         let directory = try TemporaryDirectory()
-        let store = try kind.make(in: directory)
+        let store = try await kind.make(in: directory)
         let root = makeRecord(id: "root", owner: "me")
         try await store.insert([root, makeRecord(id: "theirs", owner: "them")], events: [])
         var changed = root
@@ -151,7 +151,7 @@ struct TaskStoreTests {
     @Test(arguments: StoreKind.allCases)
     func aSubtaskIsFencedByItsRootsOwner(kind: StoreKind) async throws {
         let directory = try TemporaryDirectory()
-        let store = try kind.make(in: directory)
+        let store = try await kind.make(in: directory)
         let root = makeRecord(id: "root", status: .running, owner: "old")
         var child = makeRecord(id: "root.1", parent: root, status: .running)
         try await store.insert([root, child], events: [])
@@ -176,7 +176,7 @@ struct TaskStoreTests {
     @Test(arguments: StoreKind.allCases)
     func aChangeGoesThroughTheLifecycleWithACompareAndSet(kind: StoreKind) async throws {
         let directory = try TemporaryDirectory()
-        let store = try kind.make(in: directory)
+        let store = try await kind.make(in: directory)
         var root = makeRecord(id: "root", status: .running, owner: "a", kind: "job")
         root.options = TaskOptions.interactive.retryable()
         let child = makeRecord(id: "root.1", parent: root, status: .running, owner: "a")
@@ -231,7 +231,7 @@ struct TaskStoreTests {
     @Test(arguments: StoreKind.allCases)
     func treesComeParentsFirstInCreationOrder(kind: StoreKind) async throws {
         let directory = try TemporaryDirectory()
-        let store = try kind.make(in: directory)
+        let store = try await kind.make(in: directory)
         let t0 = Date(timeIntervalSince1970: 1_700_000_000)
         let root = makeRecord(id: "r", createdAt: t0)
         let b = makeRecord(id: "b", parent: root, name: "b", createdAt: t0.addingTimeInterval(2))
@@ -251,7 +251,7 @@ struct TaskStoreTests {
     @Test(arguments: StoreKind.allCases)
     func rootsAreListedWithFiltersSortsPagesAndACount(kind: StoreKind) async throws {
         let directory = try TemporaryDirectory()
-        let store = try kind.make(in: directory)
+        let store = try await kind.make(in: directory)
         let t0 = Date(timeIntervalSince1970: 1_700_000_000)
         var records: [TaskRecord] = []
         for index in 0..<10 {
@@ -297,7 +297,7 @@ struct TaskStoreTests {
     @Test(arguments: StoreKind.allCases)
     func historyIsReadBySubtreeKindTimeAndTail(kind: StoreKind) async throws {
         let directory = try TemporaryDirectory()
-        let store = try kind.make(in: directory)
+        let store = try await kind.make(in: directory)
         let root = makeRecord(id: "r")
         let child = makeRecord(id: "c", parent: root)
         let now = Date(timeIntervalSince1970: 1_800_000_000)
@@ -325,7 +325,7 @@ struct TaskStoreTests {
     @Test(arguments: StoreKind.allCases)
     func claimsTakeUnfinishedRootsOfDeadOwnersByPriorityThenAge(kind: StoreKind) async throws {
         let directory = try TemporaryDirectory()
-        let store = try kind.make(in: directory)
+        let store = try await kind.make(in: directory)
         let t0 = Date(timeIntervalSince1970: 1_700_000_000)
         let old = makeRecord(id: "old", status: .running, createdAt: t0, owner: "dead")
         var urgent = makeRecord(id: "urgent", status: .pending, createdAt: t0.addingTimeInterval(5), owner: nil)
@@ -361,7 +361,7 @@ struct TaskStoreTests {
     @Test(arguments: StoreKind.allCases)
     func removingATreeDeletesItsNodesAndHistory(kind: StoreKind) async throws {
         let directory = try TemporaryDirectory()
-        let store = try kind.make(in: directory)
+        let store = try await kind.make(in: directory)
         let root = makeRecord(id: "r", status: .completed)
         let a = makeRecord(id: "a", parent: root, name: "a", status: .completed)
         let a1 = makeRecord(id: "a1", parent: a, name: "a1", status: .completed)
@@ -391,7 +391,7 @@ struct TaskStoreTests {
     @Test(arguments: StoreKind.allCases)
     func pruneDeletesOldFinishedRootsOfTheGivenStatusesAndADryRunCounts(kind: StoreKind) async throws {
         let directory = try TemporaryDirectory()
-        let store = try kind.make(in: directory)
+        let store = try await kind.make(in: directory)
         let t0 = Date(timeIntervalSince1970: 1_700_000_000)
         let oldDone = makeRecord(id: "old-done", status: .completed, createdAt: t0)
         let oldFailed = makeRecord(id: "old-failed", status: .failed, createdAt: t0)
@@ -415,7 +415,7 @@ struct TaskStoreTests {
     @Test(arguments: StoreKind.allCases)
     func idempotencyKeysAndIDPrefixesFindTasks(kind: StoreKind) async throws {
         let directory = try TemporaryDirectory()
-        let store = try kind.make(in: directory)
+        let store = try await kind.make(in: directory)
         var job = makeRecord(id: "abc-1", kind: "import")
         job.idempotencyKey = "2026-11-21"
         let child = makeRecord(id: "abc-1.1", parent: job)
@@ -435,7 +435,7 @@ struct TaskStoreTests {
     @Test(arguments: StoreKind.allCases)
     func identifierReservationsAreDisjointAndIncreasing(kind: StoreKind) async throws {
         let directory = try TemporaryDirectory()
-        let store = try kind.make(in: directory)
+        let store = try await kind.make(in: directory)
         let first = try await store.reserveIdentifiers(10)
         let second = try await store.reserveIdentifiers(1000)
         #expect(first.count == 10 && second.count == 1000)
@@ -451,7 +451,7 @@ struct TaskStoreTests {
     @Test(arguments: StoreKind.allCases)
     func aTreeReturnedByAClaimIsTheStoredTree(kind: StoreKind) async throws {
         let directory = try TemporaryDirectory()
-        let store = try kind.make(in: directory)
+        let store = try await kind.make(in: directory)
         let fresh = makeRecord(id: "fresh", status: .pending, kind: "job")
         let ran = makeRecord(id: "ran", status: .running, owner: "dead", kind: "job")
         try await store.insert(
@@ -480,7 +480,7 @@ struct TaskStoreTests {
     @Test(arguments: StoreKind.allCases)
     func anOwnerWhoseHeartbeatMovedSinceItWasJudgedDeadKeepsItsRoots(kind: StoreKind) async throws {
         let directory = try TemporaryDirectory()
-        let store = try kind.make(in: directory)
+        let store = try await kind.make(in: directory)
         let t0 = Date(timeIntervalSince1970: 1_700_000_000.25)
         for id in ["slow", "dead"] {
             try await store.saveOwner(OwnerRecord(id: id, host: "h", pid: 1, startedAt: t0, heartbeatAt: t0))
@@ -506,7 +506,7 @@ struct TaskStoreTests {
     @Test(arguments: StoreKind.allCases)
     func ownersAndControlRequestsRoundTrip(kind: StoreKind) async throws {
         let directory = try TemporaryDirectory()
-        let store = try kind.make(in: directory)
+        let store = try await kind.make(in: directory)
         let t0 = Date(timeIntervalSince1970: 1_700_000_000.5)
         var owner = OwnerRecord(id: "o1", host: "host-a", pid: 4242, startedAt: t0, heartbeatAt: t0)
         try await store.saveOwner(owner)
@@ -533,7 +533,7 @@ struct TaskStoreTests {
     @Test(arguments: StoreKind.allCases)
     func deadOwnersThatHoldNothingUnfinishedAreForgotten(kind: StoreKind) async throws {
         let directory = try TemporaryDirectory()
-        let store = try kind.make(in: directory)
+        let store = try await kind.make(in: directory)
         let t0 = Date(timeIntervalSince1970: 1_700_000_000)
         for id in ["holding", "finished", "idle", "alive"] {
             try await store.saveOwner(OwnerRecord(id: id, host: "h", pid: 1, startedAt: t0, heartbeatAt: t0))

@@ -18,16 +18,17 @@ enum StoreKind: String, CaseIterable, CustomTestStringConvertible, Sendable {
     var testDescription: String { rawValue }
 
     /// A new, empty store; the directory keeps the SQLite file alive for the test.
-    func make(in directory: TemporaryDirectory) throws -> any TaskStoreBackend {
+    func make(in directory: TemporaryDirectory) async throws -> any TaskStoreBackend {
         switch self {
         case .sqlite: try SQLiteTaskStore(path: directory.file("tasks.sqlite"))
         case .memory: InMemoryTaskStore()
         #if PostgreSQL
         // Opens in the background: the first call waits for the schema (and fails when the server could not start).
+        // The shared server is started off the cooperative pool (initdb and pg_ctl take seconds on a loaded machine).
         case .postgres:
             try PostgresTaskStore.start(
-                configuration: LocalPostgresServer.shared().configuration(schema: "test_" + UUID().uuidString.prefix(8).lowercased()
-                    + "_\(UInt32.random(in: 0...UInt32.max))"))
+                configuration: try await LocalPostgresServer.shared().configuration(
+                    schema: "test_" + UUID().uuidString.prefix(8).lowercased() + "_\(UInt32.random(in: 0...UInt32.max))"))
         #endif
         }
     }

@@ -25,19 +25,19 @@ extension TaskExecutor {
 }
 
 /// An executor for one test whose time is `clock`'s: finished tasks stay visible, and each report is written at once.
-func makeExecutor(_ kind: StoreKind, in directory: TemporaryDirectory, clock: ManualClock) throws -> TaskExecutor {
+func makeExecutor(_ kind: StoreKind, in directory: TemporaryDirectory, clock: ManualClock) async throws -> TaskExecutor {
     var configuration = TaskExecutor.Configuration()
     configuration.clock = clock
     configuration.completedTaskVisibility = .seconds(600)
     configuration.writeWindow = .milliseconds(1)
-    return try TaskExecutor(store: try kind.make(in: directory), configuration: configuration)
+    return try TaskExecutor(store: try await kind.make(in: directory), configuration: configuration)
 }
 
 /// An executor for one test: finished tasks stay visible.
-func makeExecutor(_ kind: StoreKind, in directory: TemporaryDirectory) throws -> TaskExecutor {
+func makeExecutor(_ kind: StoreKind, in directory: TemporaryDirectory) async throws -> TaskExecutor {
     var configuration = TaskExecutor.Configuration()
     configuration.completedTaskVisibility = .seconds(600)
     configuration.publishInterval = .milliseconds(5)
     configuration.writeWindow = .milliseconds(5)
-    return try TaskExecutor(store: try kind.make(in: directory), configuration: configuration)
+    return try TaskExecutor(store: try await kind.make(in: directory), configuration: configuration)
 }
