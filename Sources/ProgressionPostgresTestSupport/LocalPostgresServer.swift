@@ -303,7 +303,6 @@ private enum CLibrary {
         return unsafeBitCast(symbol, to: type)
     }
 }
-#endif
 
 /// The server's slow calls (initdb, pg_ctl, psql: seconds on a loaded machine) for async callers, on a thread of
 /// their own: a test process's cooperative pool has as many threads as the machine has cores (two here), and a call
@@ -357,3 +356,4 @@ extension LocalPostgresServer {
         try await Self.offThePool { try self.sql(statement) }
     }
 }
+#endif
