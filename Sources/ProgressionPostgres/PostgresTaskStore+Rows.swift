@@ -233,7 +233,9 @@ extension PostgresTaskStore {
         if columns.contains(.options) { add(try records.map { Optional(try encodedOptions($0.options)) }) }
     }
 
-    /// Appends events (one statement for all).
+    /// Appends events (one statement for all). The transaction takes its id before the events' numbers (the filter
+    /// is evaluated before each row's number is drawn): a reader of the history knows, from the ids of the transactions
+    /// running, when a number missing from what it read can no longer appear (``RootOutcomeCursor``).
     func insertEvents(_ events: [TaskEvent], connection: PostgresConnection) async throws {
         guard !events.isEmpty else { return }
         var bindings = PostgresBindings(capacity: 8)
@@ -251,6 +253,7 @@ extension PostgresTaskStore {
                     INSERT INTO \(names.events) (task_id, root_id, kind, at, attempt, progress, message, error_type)
                     SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::int8[], $5::int4[], $6::float8[],
                       $7::text[], $8::text[])
+                    WHERE pg_current_xact_id() IS NOT NULL
                     """, binds: bindings),
             logger: logger)
     }

@@ -36,65 +36,73 @@ package struct RootOutcomePage: Sendable, Hashable {
 /// Where a reader of outcomes stands in the history.
 ///
 /// With one writer at a time (SQLite), events are numbered in the order they commit: a reader goes on after the last
-/// number it saw. With several (PostgreSQL, several hosts), a transaction takes its numbers when it writes and
-/// shows them when it commits: another one may commit higher numbers first. A reader that went on after the highest
-/// number it saw would never count the lower ones committed after its look. So the cursor goes only as far as the
-/// numbers seen without a gap (``through``); outcomes seen above it are remembered (``counted``) so that they are
-/// counted once; and a gap is passed once every transaction that was running when it was seen has ended (``Gap``):
-/// its numbers were then taken by a transaction that rolled back, or by events deleted since (`prune`).
+/// number it saw. With several (PostgreSQL, several hosts), a transaction takes its numbers when it writes and shows
+/// them when it commits: another one may commit higher numbers first. A reader that went on after the highest number
+/// it saw would never count the lower ones committed after its look. So the cursor keeps the numbers missing below
+/// the highest one it saw (``missing``), looks at those again at each read, and forgets a range once every
+/// transaction that was running when it was first missed has ended: its numbers were then taken by a transaction that
+/// rolled back, or by events deleted since (`prune`). Each event is read once: when it is first seen.
 package struct RootOutcomeCursor: Sendable, Hashable {
-    /// Every event numbered up to this one was looked at, or will never be seen.
-    package var through: Int64
-    /// Outcomes numbered above ``through`` counted already.
-    package var counted: Set<Int64> = []
-    /// Numbers up to ``Gap/upTo`` missing when last looked at.
-    package var gap: Gap?
+    /// The highest event number looked at.
+    package var seenThrough: Int64
+    /// Numbers at most ``seenThrough`` that no event had when looked at, which a transaction still running may show.
+    package var missing: [Missing] = []
 
-    /// Numbers up to `upTo` that no event had at a look whose snapshot's next transaction id was `settledBy`: the
-    /// transactions that took them were running then (or had rolled back); once the oldest transaction running is at
-    /// or past `settledBy`, whatever they stored is seen.
-    package struct Gap: Sendable, Hashable {
-        package var upTo: Int64
+    /// Every number up to this one was looked at, or will never be seen.
+    package var through: Int64 { (missing.map(\.numbers.lowerBound).min() ?? seenThrough + 1) - 1 }
+
+    /// Numbers missed at a read whose transaction took the id `settledBy`: every transaction that could have taken them
+    /// had an id below it (a writer takes its id before its event numbers); once none below it runs (the oldest one
+    /// running is at or past it), whatever they stored is seen.
+    package struct Missing: Sendable, Hashable {
+        package var numbers: ClosedRange<Int64>
         package var settledBy: Int64
 
-        package init(upTo: Int64, settledBy: Int64) {
-            self.upTo = upTo
+        package init(_ numbers: ClosedRange<Int64>, settledBy: Int64) {
+            self.numbers = numbers
             self.settledBy = settledBy
         }
     }
 
-    package init(through: Int64, counted: Set<Int64> = [], gap: Gap? = nil) {
-        self.through = through
-        self.counted = counted
-        self.gap = gap
+    package init(seenThrough: Int64, missing: [Missing] = []) {
+        self.seenThrough = seenThrough
+        self.missing = missing
     }
 
-    /// One look at the history: `events` are the numbers above ``through`` that the look's snapshot shows, in order
-    /// (a page of them), each with its outcome when it is one. `oldestRunning` and `nextTransaction` are the
-    /// snapshot's oldest running transaction and next transaction id (`pg_snapshot_xmin`, `pg_snapshot_xmax`).
-    /// Returns the outcomes not counted before, and moves the cursor as far as it may.
+    /// One look at the history, in one snapshot: `refilled` are the events found among the ``missing`` numbers, `new`
+    /// the events above ``seenThrough`` (in order, a page of them), each with its outcome when it is one.
+    /// `oldestRunning` is the snapshot's oldest running transaction id (`pg_snapshot_xmin`), `readerTransaction` the
+    /// id the read took (`pg_current_xact_id`), above every id a transaction had when the snapshot was taken. Returns
+    /// the outcomes seen for the first time, and moves the cursor.
     package mutating func advance(
-        over events: [(sequence: Int64, outcome: RootOutcome?)], oldestRunning: Int64, nextTransaction: Int64
+        refilled: [(sequence: Int64, outcome: RootOutcome?)], new: [(sequence: Int64, outcome: RootOutcome?)],
+        oldestRunning: Int64, readerTransaction: Int64
     ) -> [RootOutcome] {
-        var fresh: [RootOutcome] = []
-        for event in events where event.sequence > through {
-            if let outcome = event.outcome, counted.insert(event.sequence).inserted { fresh.append(outcome) }
+        // The missing numbers found now are no longer missing; a range whose transactions all ended is forgotten
+        // (after this read, which saw whatever they committed).
+        var remaining: [Missing] = []
+        let found = Set(refilled.map(\.sequence))
+        for range in missing where oldestRunning < range.settledBy {
+            var low = range.numbers.lowerBound
+            for number in found.sorted() where range.numbers.contains(number) {
+                if number > low { remaining.append(Missing(low...(number - 1), settledBy: range.settledBy)) }
+                low = number + 1
+            }
+            if low <= range.numbers.upperBound {
+                remaining.append(Missing(low...range.numbers.upperBound, settledBy: range.settledBy))
+            }
         }
-        if let gap, oldestRunning >= gap.settledBy {
-            through = max(through, gap.upTo)
-            self.gap = nil
+        // Numbers skipped by the new events are missing from now on.
+        var next = seenThrough + 1
+        for event in new where event.sequence >= next {
+            if event.sequence > next {
+                remaining.append(Missing(next...(event.sequence - 1), settledBy: readerTransaction))
+            }
+            next = event.sequence + 1
         }
-        for event in events {
-            if event.sequence <= through { continue }
-            guard event.sequence == through + 1 else { break }
-            through = event.sequence
-        }
-        if let gap, through >= gap.upTo { self.gap = nil }
-        if gap == nil, let last = events.last?.sequence, last > through {
-            gap = Gap(upTo: last, settledBy: nextTransaction)
-        }
-        counted = counted.filter { $0 > through }
-        return fresh
+        seenThrough = next - 1
+        missing = remaining
+        return (refilled + new).compactMap(\.outcome)
     }
 }
 
@@ -131,7 +139,7 @@ extension SQLiteTaskStore {
             let last = try connection.scalarInt("SELECT max(id) FROM events") ?? 0
             let start: Int64
             if let cursor {
-                start = cursor.through + 1
+                start = cursor.seenThrough + 1
             } else {
                 start = try RootOutcomeReading.firstSequence(since: date, last: last) { from in
                     try connection.query(
@@ -155,7 +163,8 @@ extension SQLiteTaskStore {
             let full = outcomes.count == RootOutcomeReading.pageSize
             let through = full ? outcomes[outcomes.count - 1].sequence : last
             return RootOutcomePage(
-                outcomes: outcomes, cursor: RootOutcomeCursor(through: max(through, cursor?.through ?? 0)), more: full)
+                outcomes: outcomes, cursor: RootOutcomeCursor(seenThrough: max(through, cursor?.seenThrough ?? 0)),
+                more: full)
         }
     }
 }
