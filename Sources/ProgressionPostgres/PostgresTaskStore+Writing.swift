@@ -186,18 +186,20 @@ extension PostgresTaskStore {
                     }
                 }
                 rejectedRoots = roots.subtracting(held)
-                if !rejectedRoots.isEmpty {
-                    // What the store holds for the roots it refuses, for whoever reads why a worker stopped them.
+                // What the store holds for the roots it refuses that this owner held, for whoever reads why a worker
+                // stopped them (a job queued here unowned that another worker took first is how a fleet shares its
+                // backlog: not worth a notice).
+                let lost = rejectedRoots.filter { unownedGuards[$0] == nil }
+                if !lost.isEmpty {
                     var found: [String: String] = [:]
-                    for (id, holder, status) in holders where rejectedRoots.contains(id) {
+                    for (id, holder, status) in holders where lost.contains(id) {
                         found[id] = "\(status), held by \(holder ?? "none")"
-                            + (unownedGuards[id].map { ", expected unowned and \($0.rawValue)" } ?? "")
                     }
                     logger.notice(
-                        "rows not written: their roots are not this owner's",
+                        "rows not written: their roots are no longer this owner's",
                         metadata: [
                             "owner": "\(batch.owner ?? "none")",
-                            "roots": "\(rejectedRoots.sorted().map { "\($0): \(found[$0] ?? "not found")" })",
+                            "roots": "\(lost.sorted().map { "\($0): \(found[$0] ?? "not found")" })",
                         ])
                 }
             }

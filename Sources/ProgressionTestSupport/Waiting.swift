@@ -22,6 +22,7 @@ public func poll(
     while true {
         do {
             if try await condition() { return }
+            transient = nil
         } catch let error as TaskStoreError where error.isTransient {
             transient = error
         }
