@@ -80,19 +80,24 @@ struct ShutdownBegunTests {
             "a stopped executor starts nothing")
     }
 
+    /// A pending job of this owner, queued and given a slot by a dispatch (its run task not made: no engine here).
+    static func dispatchedRoot(_ id: String, in state: inout GraphState) -> (TaskNode, Dispatch) {
+        let node = state.addRoot(
+            TaskRecord(
+                id: id, name: id, kind: "job", options: .interactive, status: .pending, ownerID: "owner",
+                createdAt: Date(timeIntervalSince1970: 1_000)),
+            stored: true)
+        node.body = { _ in nil }
+        state.enqueue(node)
+        return (node, state.dispatch(now: Date(timeIntervalSince1970: 1_500), monotonicNow: .seconds(1)))
+    }
+
     /// Stop 32's CI: a root given a slot just before the stop, whose run task was not made yet, was not waited for;
     /// its start committed, its code was cancelled as the task was made, and the process exited before its release
     /// was written (the store showed it `running` under a stopped owner). The stop now waits for it too.
     @Test func aRootGivenASlotButNotLaunchedYetIsWaitedFor() {
         var state = GraphState.alone(slots: 2)
-        let node = state.addRoot(
-            TaskRecord(
-                id: "starting", name: "starting", kind: "job", options: .interactive, status: .pending,
-                ownerID: "owner", createdAt: Date(timeIntervalSince1970: 1_000)),
-            stored: true)
-        node.body = { _ in nil }
-        state.enqueue(node)
-        let dispatch = state.dispatch(now: Date(timeIntervalSince1970: 1_500), monotonicNow: .seconds(1))
+        let (node, dispatch) = Self.dispatchedRoot("starting", in: &state)
         #expect(dispatch.launches == [node.handle])
         #expect(node.phase == .running && node.runTask == nil)
 
@@ -111,14 +116,7 @@ struct ShutdownBegunTests {
     /// A root launched before the stop is waited for by its run task, not as unlaunched.
     @Test func aLaunchedRootIsWaitedForByItsRunTask() {
         var state = GraphState.alone(slots: 1)
-        let node = state.addRoot(
-            TaskRecord(
-                id: "running", name: "running", kind: "job", options: .interactive, status: .pending,
-                ownerID: "owner", createdAt: Date(timeIntervalSince1970: 1_000)),
-            stored: true)
-        node.body = { _ in nil }
-        state.enqueue(node)
-        _ = state.dispatch(now: Date(timeIntervalSince1970: 1_500), monotonicNow: .seconds(1))
+        let (node, _) = Self.dispatchedRoot("running", in: &state)
         let launched = state.launched(node.handle, Task<Void, Never> {})
         #expect(!launched.cancel && launched.waiter == nil)
 
