@@ -28,7 +28,7 @@ struct BatchCall: PostgresPreparedStatement {
         ["text", "text", "int8", "int8", "int8", "int8", "text", "text[]", "text[]", "text[]", "text[]"]
         + PostgresTaskStore.columnTypes.map { $0 + "[]" }
         + ["text[]", "text[]", "int4[]"]
-        + PostgresTaskStore.columnNames.flatMap { $0.1.map { $0.type + "[]" } }
+        + TaskTableColumn.updatable.map { $0.type.rawValue + "[]" }
         + ["text[]", "text[]", "text[]", "int8[]", "int4[]", "float8[]", "text[]", "text[]"]
 
     static let sql =

@@ -9,27 +9,16 @@ import Synchronization
 /// (`unnest`), so that a batch of any size costs a few statements.
 extension PostgresTaskStore {
     /// The columns of `tasks` in the order ``record(from:)`` reads them.
-    static let columns = """
-        id, parent_id, root_id, name, occurrence, kind, input, idempotency_key, options, status, progress, step, \
-        weight, attempt, interruptions, error_type, error_description, result, checkpoint, owner_id, \
-        lease_expires_at, priority, created_at, started_at, updated_at, finished_at, next_attempt_at, total, rate
-        """
+    static let columns = TaskTableColumn.selectList
 
     /// The same columns prefixed with `alias.`.
-    static func columns(of alias: String) -> String {
-        columns.split(separator: ",").map { "\(alias).\($0.trimmingCharacters(in: .whitespaces))" }
-            .joined(separator: ", ")
-    }
+    static func columns(of alias: String) -> String { TaskTableColumn.selectList(of: alias) }
 
-    /// How many columns ``columns`` names: one type each.
-    static var columnCount: Int { columnTypes.count }
+    /// How many columns ``columns`` names.
+    static var columnCount: Int { TaskTableColumn.allCases.count }
 
     /// The SQL types of ``columns``, for `unnest` of one array per column.
-    static let columnTypes = [
-        "text", "text", "text", "text", "int4", "text", "bytea", "text", "text", "text", "float8", "text", "float8",
-        "int4", "int4", "text", "text", "bytea", "bytea", "text", "int8", "int4", "int8", "int8", "int8", "int8", "int8",
-        "float8", "float8",
-    ]
+    static let columnTypes = TaskTableColumn.allCases.map(\.type.rawValue)
 
     static let eventColumns = "id, task_id, root_id, kind, at, attempt, progress, message, error_type"
 
@@ -46,39 +35,11 @@ extension PostgresTaskStore {
 
     /// A task from a row of `SELECT \(columns)`.
     ///
-    /// - Throws: ``TaskStoreError`` `.corrupt` naming the row when a value cannot be read (an unknown status, options
-    ///   that do not decode): a row the library cannot read is never guessed.
+    /// - Throws: ``TaskStoreError`` `.corrupt` naming the row when a value cannot be read.
     func record(from row: PostgresRow) throws -> TaskRecord {
-        let cells = row.makeRandomAccess()
-        let id = try cells[0].decode(String.self)
-        func corrupt(_ what: String) -> TaskStoreError {
-            TaskStoreError(.corrupt, path: location, message: "task '\(id)' cannot be read: \(what)")
+        try TaskRecord(row: PostgresTaskRow(cells: row.makeRandomAccess()), location: location) { text in
+            try decoder.decode(TaskOptions.self, from: Data(text.utf8))
         }
-        func text(_ index: Int) throws -> String? { try cells[index].decode(String?.self) }
-        func date(_ index: Int) throws -> Date? { try cells[index].decode(Int64?.self).map(Date.init(storedMilliseconds:)) }
-        func double(_ index: Int) throws -> Double? { try cells[index].decode(Double?.self) }
-        func int(_ index: Int) throws -> Int { try cells[index].decode(Int.self) }
-        func bytes(_ index: Int) throws -> Data? { try cells[index].decode(ByteBuffer?.self).map { Data($0.readableBytesView) } }
-        let statusText = try cells[9].decode(String.self)
-        guard let status = TaskStatus(rawValue: statusText) else { throw corrupt("unknown status '\(statusText)'") }
-        let options: TaskOptions
-        do {
-            options = try decoder.decode(TaskOptions.self, from: Data(try cells[8].decode(String.self).utf8))
-        } catch {
-            throw corrupt("its options do not decode (\(error))")
-        }
-        guard let createdAt = try date(22), let updatedAt = try date(24) else {
-            throw corrupt("it has no creation or update time")
-        }
-        return TaskRecord(
-            id: id, parentID: try text(1), rootID: try cells[2].decode(String.self), name: try cells[3].decode(String.self),
-            occurrence: try int(4), kind: try text(5), input: try bytes(6), idempotencyKey: try text(7),
-            options: options, status: status, progress: try double(10), step: try text(11),
-            weight: try cells[12].decode(Double.self), attempt: try int(13), interruptions: try int(14),
-            errorType: try text(15), errorDescription: try text(16), result: try bytes(17), checkpoint: try bytes(18),
-            ownerID: try text(19), priority: try int(21), createdAt: createdAt,
-            startedAt: try date(23), updatedAt: updatedAt, finishedAt: try date(25), nextAttemptAt: try date(26),
-            total: try double(27), rate: try double(28))
     }
 
     /// An event from a row of `SELECT \(eventColumns)`.
@@ -121,60 +82,40 @@ extension PostgresTaskStore {
             outcome: try cells[6].decode(String?.self))
     }
 
-    /// The values of `records` as one array per column of ``columns``, bound as `$1…$29`.
+    /// The values of `records` as one array per column of ``columns``, bound as `$1…$n`.
     func columnArrays(_ records: [TaskRecord]) throws -> PostgresBindings {
-        var bindings = PostgresBindings(capacity: 29)
+        var bindings = PostgresBindings(capacity: Self.columnCount)
         try appendColumnArrays(records, to: &bindings)
         return bindings
     }
 
     /// Appends the values of `records` as one array per column of ``columns``.
     func appendColumnArrays(_ records: [TaskRecord], to bindings: inout PostgresBindings) throws {
-        func add<Element: PostgresArrayEncodable & PostgresNonThrowingEncodable>(_ values: [Element?]) {
-            bindings.append(PostgresArray(values))
+        for column in TaskTableColumn.allCases {
+            try appendArray(of: column, records, to: &bindings)
         }
-        add(records.map { Optional($0.id) })
-        add(records.map(\.parentID))
-        add(records.map { Optional($0.rootID) })
-        add(records.map { Optional($0.name) })
-        add(records.map { Optional(Int32(clamping: $0.occurrence)) })
-        add(records.map(\.kind))
-        add(records.map { $0.input.map { ByteBuffer(bytes: $0) } })
-        add(records.map(\.idempotencyKey))
-        add(try records.map { Optional(try encodedOptions($0.options)) })
-        add(records.map { Optional($0.status.rawValue) })
-        add(records.map(\.progress))
-        add(records.map(\.step))
-        add(records.map { Optional($0.weight) })
-        add(records.map { Optional(Int32(clamping: $0.attempt)) })
-        add(records.map { Optional(Int32(clamping: $0.interruptions)) })
-        add(records.map(\.errorType))
-        add(records.map(\.errorDescription))
-        add(records.map { $0.result.map { ByteBuffer(bytes: $0) } })
-        add(records.map { $0.checkpoint.map { ByteBuffer(bytes: $0) } })
-        add(records.map(\.ownerID))
-        add(records.map { _ -> Int64? in nil })  // lease_expires_at: unused (an owner's hold is its heartbeat)
-        add(records.map { Optional(Int32(clamping: $0.priority)) })
-        add(records.map { Optional($0.createdAt.storedMilliseconds) })
-        add(records.map { $0.startedAt?.storedMilliseconds })
-        add(records.map { Optional($0.updatedAt.storedMilliseconds) })
-        add(records.map { $0.finishedAt?.storedMilliseconds })
-        add(records.map { $0.nextAttemptAt?.storedMilliseconds })
-        add(records.map(\.total))
-        add(records.map(\.rate))
     }
 
-    /// The SQL columns of each changeable column, with their types, in the order updates bind them.
-    static let columnNames: [(TaskColumns, [(name: String, type: String)])] = [
-        (.status, [("status", "text")]), (.progress, [("progress", "float8")]), (.step, [("step", "text")]),
-        (.weight, [("weight", "float8")]), (.attempt, [("attempt", "int4")]),
-        (.interruptions, [("interruptions", "int4")]),
-        (.error, [("error_type", "text"), ("error_description", "text")]), (.result, [("result", "bytea")]),
-        (.checkpoint, [("checkpoint", "bytea")]), (.owner, [("owner_id", "text")]), (.priority, [("priority", "int4")]),
-        (.startedAt, [("started_at", "int8")]), (.updatedAt, [("updated_at", "int8")]),
-        (.finishedAt, [("finished_at", "int8")]), (.nextAttemptAt, [("next_attempt_at", "int8")]),
-        (.total, [("total", "float8")]), (.rate, [("rate", "float8")]), (.options, [("options", "text")]),
-    ]
+    /// Appends one array of `column`'s values in `records`, of the column's type.
+    func appendArray(
+        of column: TaskTableColumn, _ records: some Collection<TaskRecord>, to bindings: inout PostgresBindings
+    ) throws {
+        let values = try records.map { try column.value(of: $0) { try encodedOptions($0) } }
+        switch column.type {
+        case .text:
+            bindings.append(PostgresArray(values.map { if case .text(let text) = $0 { text } else { nil } }))
+        case .int4:
+            bindings.append(
+                PostgresArray(values.map { if case .integer(let value) = $0 { Int32(clamping: value) } else { nil } }))
+        case .int8:
+            bindings.append(PostgresArray(values.map { if case .integer(let value) = $0 { value } else { nil } }))
+        case .float8:
+            bindings.append(PostgresArray(values.map { if case .real(let value) = $0 { value } else { nil } }))
+        case .bytea:
+            bindings.append(
+                PostgresArray(values.map { if case .blob(let data) = $0 { ByteBuffer(bytes: data) } else { nil } }))
+        }
+    }
 
     /// The statement of a narrow update of many rows: the ids as `$1`, then one array per written column; returns
     /// the ids it changed.
@@ -182,12 +123,10 @@ extension PostgresTaskStore {
         var assignments: [String] = []
         var sources: [String] = ["$1::text[]"]
         var aliases: [String] = ["id"]
-        for (column, parts) in Self.columnNames where columns.contains(column) {
-            for part in parts {
-                sources.append("$\(sources.count + 1)::\(part.type)[]")
-                aliases.append(part.name)
-                assignments.append("\(part.name) = u.\(part.name)")
-            }
+        for column in TaskTableColumn.written(by: columns) {
+            sources.append("$\(sources.count + 1)::\(column.type.rawValue)[]")
+            aliases.append(column.name)
+            assignments.append("\(column.name) = u.\(column.name)")
         }
         return """
             UPDATE \(names.tasks) AS t SET \(assignments.joined(separator: ", "))
@@ -204,33 +143,12 @@ extension PostgresTaskStore {
         return bindings
     }
 
-    /// Appends one array per column of `columns` (in ``columnNames``' order) of `updates`.
+    /// Appends one array per column of `columns` (in ``TaskTableColumn/written(by:)``'s order) of `updates`.
     func appendUpdateArrays(_ updates: [TaskUpdate], columns: TaskColumns, to bindings: inout PostgresBindings) throws {
-        func add<Element: PostgresArrayEncodable & PostgresNonThrowingEncodable>(_ values: [Element?]) {
-            bindings.append(PostgresArray(values))
+        let records = updates.lazy.map(\.record)
+        for column in TaskTableColumn.written(by: columns) {
+            try appendArray(of: column, records, to: &bindings)
         }
-        let records = updates.map(\.record)
-        if columns.contains(.status) { add(records.map { Optional($0.status.rawValue) }) }
-        if columns.contains(.progress) { add(records.map(\.progress)) }
-        if columns.contains(.step) { add(records.map(\.step)) }
-        if columns.contains(.weight) { add(records.map { Optional($0.weight) }) }
-        if columns.contains(.attempt) { add(records.map { Optional(Int32(clamping: $0.attempt)) }) }
-        if columns.contains(.interruptions) { add(records.map { Optional(Int32(clamping: $0.interruptions)) }) }
-        if columns.contains(.error) {
-            add(records.map(\.errorType))
-            add(records.map(\.errorDescription))
-        }
-        if columns.contains(.result) { add(records.map { $0.result.map { ByteBuffer(bytes: $0) } }) }
-        if columns.contains(.checkpoint) { add(records.map { $0.checkpoint.map { ByteBuffer(bytes: $0) } }) }
-        if columns.contains(.owner) { add(records.map(\.ownerID)) }
-        if columns.contains(.priority) { add(records.map { Optional(Int32(clamping: $0.priority)) }) }
-        if columns.contains(.startedAt) { add(records.map { $0.startedAt?.storedMilliseconds }) }
-        if columns.contains(.updatedAt) { add(records.map { Optional($0.updatedAt.storedMilliseconds) }) }
-        if columns.contains(.finishedAt) { add(records.map { $0.finishedAt?.storedMilliseconds }) }
-        if columns.contains(.nextAttemptAt) { add(records.map { $0.nextAttemptAt?.storedMilliseconds }) }
-        if columns.contains(.total) { add(records.map(\.total)) }
-        if columns.contains(.rate) { add(records.map(\.rate)) }
-        if columns.contains(.options) { add(try records.map { Optional(try encodedOptions($0.options)) }) }
     }
 
     /// Appends events (one statement for all). The transaction takes its id before the events' numbers (the filter
@@ -299,6 +217,18 @@ extension PostgresTaskStore {
         _ decode: (PostgresRow) throws -> T
     ) async throws -> [T] {
         try await connection.query(PostgresQuery(unsafeSQL: sql, binds: bindings), logger: logger).collect().map(decode)
+    }
+}
+
+/// A row of `tasks` read by position, as ``TaskRecord/init(row:location:decodeOptions:)`` reads it.
+struct PostgresTaskRow: TaskRowCells {
+    let cells: PostgresRandomAccessRow
+
+    func textCell(at index: Int) throws -> String? { try cells[index].decode(String?.self) }
+    func integerCell(at index: Int) throws -> Int64? { try cells[index].decode(Int64?.self) }
+    func realCell(at index: Int) throws -> Double? { try cells[index].decode(Double?.self) }
+    func blobCell(at index: Int) throws -> Data? {
+        try cells[index].decode(ByteBuffer?.self).map { Data($0.readableBytesView) }
     }
 }
 

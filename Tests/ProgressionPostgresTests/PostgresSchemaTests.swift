@@ -186,6 +186,20 @@ struct PostgresSchemaTests {
         }
     }
 
+    /// The stores' one description of `tasks` names the columns of this schema's table, in its order.
+    @Test func theDescriptionNamesEveryColumnOfThePostgresTableOnce() async throws {
+        let schema = Self.schemaName("columns")
+        let store = try await Self.open(schema)
+        defer { Task { await store.close() } }
+        let names = try await Self.execute(
+            """
+            SELECT column_name::text FROM information_schema.columns
+            WHERE table_schema = '\(schema)' AND table_name = 'tasks' ORDER BY ordinal_position
+            """
+        ).map { try $0.decode(String.self) }
+        #expect(names == TaskTableColumn.allCases.map(\.name))
+    }
+
     /// A write locks its roots through the primary key even on a table that grew since it was last analyzed (a new
     /// schema filling up), where a condition naming roots let the planner filter every root of a partial index.
     @Test func aWriteLocksItsRootsThroughThePrimaryKeyOnATableNotYetAnalyzed() async throws {

@@ -4,13 +4,9 @@ import ProgressionSQLite
 /// How rows of `tasks`, `events` and `control_requests` map to records: columns by position in one fixed list, bound
 /// without building intermediate arrays on the hot paths (the writer's inserts, updates and events).
 extension SQLiteTaskStore {
-    static let columns = """
-        id, parent_id, root_id, name, occurrence, kind, input, idempotency_key, options, status, progress, step, \
-        weight, attempt, interruptions, error_type, error_description, result, checkpoint, owner_id, \
-        lease_expires_at, priority, created_at, started_at, updated_at, finished_at, next_attempt_at, total, rate
-        """
+    static let columns = TaskTableColumn.selectList
 
-    static let insertSQL = "INSERT INTO tasks (\(columns)) VALUES (\(placeholders(29)))"
+    static let insertSQL = "INSERT INTO tasks (\(columns)) VALUES (\(placeholders(TaskTableColumn.allCases.count)))"
 
     static let eventColumns = "id, task_id, root_id, kind, at, attempt, progress, message, error_type"
 
@@ -27,37 +23,12 @@ extension SQLiteTaskStore {
         return text
     }
 
-    /// Binds a record to the 29 parameters of ``insertSQL``.
+    /// Binds a record to the parameters of ``insertSQL``, one per column.
     func bindInsert(_ task: TaskRecord, to statement: SQLiteStatement) throws {
-        try statement.bind(task.id, at: 1)
-        try statement.bindOptional(task.parentID, at: 2)
-        try statement.bind(task.rootID, at: 3)
-        try statement.bind(task.name, at: 4)
-        try statement.bind(Int64(task.occurrence), at: 5)
-        try statement.bindOptional(task.kind, at: 6)
-        try statement.bindOptional(task.input, at: 7)
-        try statement.bindOptional(task.idempotencyKey, at: 8)
-        try statement.bind(try encodedOptions(task.options), at: 9)
-        try statement.bind(task.status.rawValue, at: 10)
-        try statement.bindOptional(task.progress, at: 11)
-        try statement.bindOptional(task.step, at: 12)
-        try statement.bind(task.weight, at: 13)
-        try statement.bind(Int64(task.attempt), at: 14)
-        try statement.bind(Int64(task.interruptions), at: 15)
-        try statement.bindOptional(task.errorType, at: 16)
-        try statement.bindOptional(task.errorDescription, at: 17)
-        try statement.bindOptional(task.result, at: 18)
-        try statement.bindOptional(task.checkpoint, at: 19)
-        try statement.bindOptional(task.ownerID, at: 20)
-        try statement.bindNull(at: 21)  // lease_expires_at: unused (an owner's hold is its heartbeat)
-        try statement.bind(Int64(task.priority), at: 22)
-        try statement.bind(task.createdAt.storedMilliseconds, at: 23)
-        try statement.bindOptional(task.startedAt, at: 24)
-        try statement.bind(task.updatedAt.storedMilliseconds, at: 25)
-        try statement.bindOptional(task.finishedAt, at: 26)
-        try statement.bindOptional(task.nextAttemptAt, at: 27)
-        try statement.bindOptional(task.total, at: 28)
-        try statement.bindOptional(task.rate, at: 29)
+        for column in TaskTableColumn.allCases {
+            let value = try column.value(of: task) { try encodedOptions($0) }
+            try statement.bind(value, at: Int32(column.rawValue + 1))
+        }
     }
 
     /// What a narrow update checks of the row it writes, besides its id.
@@ -74,8 +45,8 @@ extension SQLiteTaskStore {
     /// checks as n + 2.
     static func updateSQL(_ columns: TaskColumns, guard rowGuard: UpdateGuard) -> String {
         var assignments: [String] = []
-        for (column, names) in columnNames where columns.contains(column) {
-            for name in names { assignments.append("\(name) = ?\(assignments.count + 1)") }
+        for column in TaskTableColumn.written(by: columns) {
+            assignments.append("\(column.name) = ?\(assignments.count + 1)")
         }
         let id = assignments.count + 1
         let condition =
@@ -87,90 +58,29 @@ extension SQLiteTaskStore {
         return "UPDATE tasks SET \(assignments.joined(separator: ", ")) WHERE id = ?\(id)" + condition
     }
 
-    /// The SQL columns of each changeable column, in the order updates bind them.
-    static let columnNames: [(TaskColumns, [String])] = [
-        (.status, ["status"]), (.progress, ["progress"]), (.step, ["step"]), (.weight, ["weight"]),
-        (.attempt, ["attempt"]), (.interruptions, ["interruptions"]), (.error, ["error_type", "error_description"]),
-        (.result, ["result"]), (.checkpoint, ["checkpoint"]), (.owner, ["owner_id"]), (.priority, ["priority"]),
-        (.startedAt, ["started_at"]), (.updatedAt, ["updated_at"]), (.finishedAt, ["finished_at"]),
-        (.nextAttemptAt, ["next_attempt_at"]), (.total, ["total"]), (.rate, ["rate"]), (.options, ["options"]),
-    ]
-
-    /// Binds the values of an update made with ``updateSQL(_:guarded:)``; returns the next parameter index.
+    /// Binds the values of an update made with ``updateSQL(_:guard:)``; returns the next parameter index.
     @discardableResult
     func bindUpdate(_ update: TaskUpdate, to statement: SQLiteStatement) throws -> Int32 {
-        let task = update.record
-        let columns = update.columns
         var index: Int32 = 1
-        func next() -> Int32 {
-            defer { index += 1 }
-            return index
+        for column in TaskTableColumn.written(by: update.columns) {
+            try statement.bind(try column.value(of: update.record) { try encodedOptions($0) }, at: index)
+            index += 1
         }
-        if columns.contains(.status) { try statement.bind(task.status.rawValue, at: next()) }
-        if columns.contains(.progress) { try statement.bindOptional(task.progress, at: next()) }
-        if columns.contains(.step) { try statement.bindOptional(task.step, at: next()) }
-        if columns.contains(.weight) { try statement.bind(task.weight, at: next()) }
-        if columns.contains(.attempt) { try statement.bind(Int64(task.attempt), at: next()) }
-        if columns.contains(.interruptions) { try statement.bind(Int64(task.interruptions), at: next()) }
-        if columns.contains(.error) {
-            try statement.bindOptional(task.errorType, at: next())
-            try statement.bindOptional(task.errorDescription, at: next())
-        }
-        if columns.contains(.result) { try statement.bindOptional(task.result, at: next()) }
-        if columns.contains(.checkpoint) { try statement.bindOptional(task.checkpoint, at: next()) }
-        if columns.contains(.owner) { try statement.bindOptional(task.ownerID, at: next()) }
-        if columns.contains(.priority) { try statement.bind(Int64(task.priority), at: next()) }
-        if columns.contains(.startedAt) { try statement.bindOptional(task.startedAt, at: next()) }
-        if columns.contains(.updatedAt) { try statement.bind(task.updatedAt.storedMilliseconds, at: next()) }
-        if columns.contains(.finishedAt) { try statement.bindOptional(task.finishedAt, at: next()) }
-        if columns.contains(.nextAttemptAt) { try statement.bindOptional(task.nextAttemptAt, at: next()) }
-        if columns.contains(.total) { try statement.bindOptional(task.total, at: next()) }
-        if columns.contains(.rate) { try statement.bindOptional(task.rate, at: next()) }
-        if columns.contains(.options) { try statement.bind(try encodedOptions(task.options), at: next()) }
-        try statement.bind(task.id, at: next())
-        return index
+        try statement.bind(update.record.id, at: index)
+        return index + 1
     }
 
-    /// A task from a row of `SELECT \(columns)`.
+    /// A task from a row of `SELECT \(columns)`; the options' JSON is decoded once per distinct text.
     ///
-    /// - Throws: ``TaskStoreError`` `.corrupt` naming the row when a value cannot be read (an unknown status, options
-    ///   that do not decode): a row the library cannot read is never guessed.
+    /// - Throws: ``TaskStoreError`` `.corrupt` naming the row when a value cannot be read.
     func record(from row: SQLiteStatement) throws -> TaskRecord {
-        let id = row.text(at: 0)
-        func corrupt(_ what: String) -> TaskStoreError {
-            TaskStoreError(.corrupt, path: path, message: "task '\(id)' cannot be read: \(what)")
-        }
-        func date(_ index: Int32) -> Date? { row.optionalInt64(at: index).map(Date.init(storedMilliseconds:)) }
-        guard let status = TaskStatus(rawValue: row.text(at: 9)) else {
-            throw corrupt("unknown status '\(row.text(at: 9))'")
-        }
-        let options: TaskOptions
-        let optionsText = row.text(at: 8)
-        if let cached = decodedOptions[optionsText] {
-            options = cached
-        } else {
-            do {
-                options = try decoder.decode(TaskOptions.self, from: Data(optionsText.utf8))
-            } catch {
-                throw corrupt("its options do not decode (\(error))")
-            }
+        try TaskRecord(row: row, location: path) { text in
+            if let cached = decodedOptions[text] { return cached }
+            let options = try decoder.decode(TaskOptions.self, from: Data(text.utf8))
             if decodedOptions.count > 64 { decodedOptions.removeAll() }
-            decodedOptions[optionsText] = options
+            decodedOptions[text] = options
+            return options
         }
-        guard let createdAt = date(22), let updatedAt = date(24) else {
-            throw corrupt("it has no creation or update time")
-        }
-        return TaskRecord(
-            id: id, parentID: row.optionalText(at: 1), rootID: row.text(at: 2), name: row.text(at: 3),
-            occurrence: Int(row.int64(at: 4)), kind: row.optionalText(at: 5),
-            input: row.optionalBlob(at: 6).map { Data($0) }, idempotencyKey: row.optionalText(at: 7),
-            options: options, status: status, progress: row.optionalDouble(at: 10), step: row.optionalText(at: 11),
-            weight: row.double(at: 12), attempt: Int(row.int64(at: 13)), interruptions: Int(row.int64(at: 14)),
-            errorType: row.optionalText(at: 15), errorDescription: row.optionalText(at: 16),
-            result: row.optionalBlob(at: 17).map { Data($0) }, checkpoint: row.optionalBlob(at: 18).map { Data($0) },
-            ownerID: row.optionalText(at: 19), priority: Int(row.int64(at: 21)),
-            createdAt: createdAt, startedAt: date(23), updatedAt: updatedAt, finishedAt: date(25),
-            nextAttemptAt: date(26), total: row.optionalDouble(at: 27), rate: row.optionalDouble(at: 28))
     }
 
     /// An event from a row of `SELECT \(eventColumns)`.
@@ -265,7 +175,22 @@ package enum TaskTreeOrder {
     }
 }
 
-extension SQLiteStatement {
+extension SQLiteStatement: TaskRowCells {
+    package func textCell(at index: Int) -> String? { optionalText(at: Int32(index)) }
+    package func integerCell(at index: Int) -> Int64? { optionalInt64(at: Int32(index)) }
+    package func realCell(at index: Int) -> Double? { optionalDouble(at: Int32(index)) }
+    package func blobCell(at index: Int) -> Data? { optionalBlob(at: Int32(index)).map { Data($0) } }
+
+    func bind(_ value: StoredValue, at index: Int32) throws {
+        switch value {
+        case .null: try bindNull(at: index)
+        case .integer(let value): try bind(value, at: index)
+        case .real(let value): try bind(value, at: index)
+        case .text(let value): try bind(value, at: index)
+        case .blob(let value): try bind([UInt8](value), at: index)
+        }
+    }
+
     func bindOptional(_ value: String?, at index: Int32) throws {
         if let value { try bind(value, at: index) } else { try bindNull(at: index) }
     }
@@ -274,11 +199,4 @@ extension SQLiteStatement {
         if let value { try bind(value, at: index) } else { try bindNull(at: index) }
     }
 
-    func bindOptional(_ value: Data?, at index: Int32) throws {
-        if let value { try bind([UInt8](value), at: index) } else { try bindNull(at: index) }
-    }
-
-    func bindOptional(_ value: Date?, at index: Int32) throws {
-        if let value { try bind(value.storedMilliseconds, at: index) } else { try bindNull(at: index) }
-    }
 }
