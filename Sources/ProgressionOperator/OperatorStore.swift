@@ -7,7 +7,7 @@ import ProgressionPostgres
 /// The store progressctl and the console work on: a SQLite file or, with the `PostgreSQL` trait, a PostgreSQL schema named by a
 /// `postgres://` URL. Commands see one concrete type whatever the database is; what only one kind of database has
 /// (SQLite's integrity check, its file) is asked through the capabilities below.
-package final class OperatorStore: TaskStoreBackend, FleetStoreForwarding {
+package final class OperatorStore: TaskStoreForwarding {
     /// The database as the user named it: a file's path, or a URL.
     package let location: String
     private let base: any TaskStoreBackend
@@ -70,55 +70,9 @@ package final class OperatorStore: TaskStoreBackend, FleetStoreForwarding {
         return nil
     }
 
-    // MARK: TaskStore
-
-    package func task(id: String) async throws -> TaskRecord? { try await base.task(id: id) }
-    package func tree(of id: String) async throws -> [TaskRecord] { try await base.tree(of: id) }
-    package func roots(_ query: TaskQuery) async throws -> [TaskRecord] { try await base.roots(query) }
-    package func countRoots(_ query: TaskQuery, upTo bound: Int?) async throws -> Int {
-        try await base.countRoots(query, upTo: bound)
-    }
-    package func events(_ query: EventQuery) async throws -> [TaskEvent] { try await base.events(query) }
-    package func root(kind: String, idempotencyKey: String) async throws -> TaskRecord? {
-        try await base.root(kind: kind, idempotencyKey: idempotencyKey)
-    }
-    package func taskIDs(withPrefix prefix: String, rootsOnly: Bool, limit: Int) async throws -> [String] {
-        try await base.taskIDs(withPrefix: prefix, rootsOnly: rootsOnly, limit: limit)
-    }
-    package func statistics() async throws -> TaskStoreStatistics { try await base.statistics() }
-
-    // MARK: TaskStoreBackend
-
-    package func reserveIdentifiers(_ count: Int) async throws -> Range<Int64> { try await base.reserveIdentifiers(count) }
-    package func insert(_ tasks: [TaskRecord], events: [TaskEvent]) async throws { try await base.insert(tasks, events: events) }
-    package func apply(_ batch: TaskBatch) async throws -> TaskBatchResult { try await base.apply(batch) }
-    package func change(_ request: TaskChangeRequest) async throws -> TaskChangeResult { try await base.change(request) }
-    package func claimRoots(_ claim: RootClaim) async throws -> [ClaimedRoot] { try await base.claimRoots(claim) }
-    package func transferTree(
-        of rootID: String, ifStatusIn statuses: Set<TaskStatus>, from owner: String?, to newOwner: String?
-    ) async throws -> Bool {
-        try await base.transferTree(of: rootID, ifStatusIn: statuses, from: owner, to: newOwner)
-    }
-    package func prune(finishedBefore date: Date, statuses: Set<TaskStatus>, dryRun: Bool) async throws -> PruneResult {
-        try await base.prune(finishedBefore: date, statuses: statuses, dryRun: dryRun)
-    }
-    package func saveOwner(_ owner: OwnerRecord) async throws { try await base.saveOwner(owner) }
-    package func owners() async throws -> [OwnerRecord] { try await base.owners() }
-    package func addControlRequest(_ request: ControlRequest) async throws -> Int64 { try await base.addControlRequest(request) }
-    package func pendingControlRequests(for ownerID: String?) async throws -> [ControlRequest] {
-        try await base.pendingControlRequests(for: ownerID)
-    }
-    package func controlRequest(id: Int64) async throws -> ControlRequest? { try await base.controlRequest(id: id) }
-    package func completeControlRequest(id: Int64, outcome: String, at date: Date) async throws {
-        try await base.completeControlRequest(id: id, outcome: outcome, at: date)
-    }
-    package func changeCounter() async throws -> Int64 { try await base.changeCounter() }
-    package func maintain(_ work: StoreMaintenance) async throws { try await base.maintain(work) }
-    package func failedSteps(ofRoots ids: [String]) async throws -> [String: Int] {
-        try await base.failedSteps(ofRoots: ids)
-    }
-    package func forwardFleet<T: Sendable>(
-        writes: Bool, _ body: @Sendable (any FleetStore) async throws -> T
+    /// Every call of the store's protocols goes to the store it opened.
+    package func forward<T: Sendable>(
+        _ call: ForwardedCall, _ body: @Sendable (any TaskStoreBackend) async throws -> T
     ) async throws -> T {
         try await body(base)
     }

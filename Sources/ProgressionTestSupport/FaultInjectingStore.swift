@@ -10,7 +10,7 @@ import Synchronization
 /// let store = FaultInjectingStore(wrapping: try SQLiteTaskStore(path: path))
 /// store.plan.failNextWrites(3, with: .diskFull)
 /// ```
-package final class FaultInjectingStore: TaskStoreBackend, FleetStoreForwarding {
+package final class FaultInjectingStore: TaskStoreForwarding {
     /// The errors a storage fault throws: what SQLite reports for them, as `TaskStoreError`s.
     package enum Fault: String, Sendable, CaseIterable {
         case diskFull, ioError, busy
@@ -135,84 +135,17 @@ package final class FaultInjectingStore: TaskStoreBackend, FleetStoreForwarding 
         self.inner = inner
     }
 
-    private func write<T>(_ body: () async throws -> T) async throws -> T {
-        if let error = plan.fault(writes: true) { throw error }
-        return try await body()
-    }
-
-    private func read<T>(tree: String? = nil, _ body: () async throws -> T) async throws -> T {
-        if let error = plan.fault(writes: false, tree: tree) { throw error }
-        return try await body()
-    }
-
-    // MARK: Reading
-
-    package func task(id: String) async throws -> TaskRecord? { try await read { try await inner.task(id: id) } }
-    package func tree(of id: String) async throws -> [TaskRecord] {
-        try await read(tree: id) { try await inner.tree(of: id) }
-    }
-    package func roots(_ query: TaskQuery) async throws -> [TaskRecord] { try await read { try await inner.roots(query) } }
-    package func countRoots(_ query: TaskQuery, upTo bound: Int?) async throws -> Int {
-        try await read { try await inner.countRoots(query, upTo: bound) }
-    }
-    package func events(_ query: EventQuery) async throws -> [TaskEvent] { try await read { try await inner.events(query) } }
-    package func root(kind: String, idempotencyKey: String) async throws -> TaskRecord? {
-        try await read { try await inner.root(kind: kind, idempotencyKey: idempotencyKey) }
-    }
-    package func taskIDs(withPrefix prefix: String, rootsOnly: Bool, limit: Int) async throws -> [String] {
-        try await read { try await inner.taskIDs(withPrefix: prefix, rootsOnly: rootsOnly, limit: limit) }
-    }
-    package func statistics() async throws -> TaskStoreStatistics { try await read { try await inner.statistics() } }
-    package func owners() async throws -> [OwnerRecord] { try await read { try await inner.owners() } }
-    package func pendingControlRequests(for ownerID: String?) async throws -> [ControlRequest] {
-        try await read { try await inner.pendingControlRequests(for: ownerID) }
-    }
-    package func controlRequest(id: Int64) async throws -> ControlRequest? {
-        try await read { try await inner.controlRequest(id: id) }
-    }
-    package func changeCounter() async throws -> Int64 { try await read { try await inner.changeCounter() } }
-    package func failedSteps(ofRoots ids: [String]) async throws -> [String: Int] {
-        try await read { try await inner.failedSteps(ofRoots: ids) }
-    }
-
-    // MARK: Writing
-
-    package func reserveIdentifiers(_ count: Int) async throws -> Range<Int64> {
-        try await write { try await inner.reserveIdentifiers(count) }
-    }
-    package func insert(_ tasks: [TaskRecord], events: [TaskEvent]) async throws {
-        try await write { try await inner.insert(tasks, events: events) }
-    }
-    package func apply(_ batch: TaskBatch) async throws -> TaskBatchResult {
-        try await write { try await inner.apply(batch) }
-    }
-    package func change(_ request: TaskChangeRequest) async throws -> TaskChangeResult {
-        try await write { try await inner.change(request) }
-    }
-    package func claimRoots(_ claim: RootClaim) async throws -> [ClaimedRoot] {
-        try await write { try await inner.claimRoots(claim) }
-    }
-    package func transferTree(
-        of rootID: String, ifStatusIn statuses: Set<TaskStatus>, from owner: String?, to newOwner: String?
-    ) async throws -> Bool {
-        try await write { try await inner.transferTree(of: rootID, ifStatusIn: statuses, from: owner, to: newOwner) }
-    }
-    package func prune(finishedBefore date: Date, statuses: Set<TaskStatus>, dryRun: Bool) async throws -> PruneResult {
-        try await write { try await inner.prune(finishedBefore: date, statuses: statuses, dryRun: dryRun) }
-    }
-    package func saveOwner(_ owner: OwnerRecord) async throws { try await write { try await inner.saveOwner(owner) } }
-    package func addControlRequest(_ request: ControlRequest) async throws -> Int64 {
-        try await write { try await inner.addControlRequest(request) }
-    }
-    package func completeControlRequest(id: Int64, outcome: String, at date: Date) async throws {
-        try await write { try await inner.completeControlRequest(id: id, outcome: outcome, at: date) }
-    }
-    package func maintain(_ work: StoreMaintenance) async throws { try await write { try await inner.maintain(work) } }
-    package func forwardFleet<T: Sendable>(
-        writes: Bool, _ body: @Sendable (any FleetStore) async throws -> T
+    /// Fails the call when the plan says so (before anything is written), or passes it to the wrapped store.
+    package func forward<T: Sendable>(
+        _ call: ForwardedCall, _ body: @Sendable (any TaskStoreBackend) async throws -> T
     ) async throws -> T {
-        let inner = inner
-        if writes { return try await write { try await body(inner) } }
-        return try await read { try await body(inner) }
+        let fault =
+            switch call {
+            case .read: plan.fault(writes: false)
+            case .readTree(let id): plan.fault(writes: false, tree: id)
+            case .write: plan.fault(writes: true)
+            }
+        if let fault { throw fault }
+        return try await body(inner)
     }
 }

@@ -1,8 +1,17 @@
 import Foundation
 
 /// The write side of a store: what the executor, its scheduler, progressctl and the benchmark use, and no library user
-/// needs. Every method that writes is one transaction: it happens whole or not at all.
-package protocol TaskStoreBackend: TaskStore, FleetStore {
+/// needs. It is the sum of a few narrow protocols, each a concern of its own: the executor's writes
+/// (``TaskWriting``), the owners (``OwnerRegistry``), requests to change a task held elsewhere
+/// (``ControlRequestQueue``), housekeeping (``StoreHousekeeping``), and the fleet's kinds and schedules
+/// (``FleetStore``). Every method that writes is one transaction: it happens whole or not at all. A store that wraps
+/// another implements ``TaskStoreForwarding`` instead of forwarding each method.
+package protocol TaskStoreBackend: TaskStore, TaskWriting, OwnerRegistry, ControlRequestQueue, StoreHousekeeping,
+    FleetStore
+{}
+
+/// What the executor writes: new tasks, its batches, lifecycle changes, claims.
+package protocol TaskWriting: Sendable {
     /// The serial executor the executor's writer should run on (`nil`: one of its own). A store whose calls run on a
     /// serial executor names it, so that the writer's calls into the store run without a thread switch.
     nonisolated var writerExecutor: UnownedSerialExecutor? { get }
@@ -24,7 +33,8 @@ package protocol TaskStoreBackend: TaskStore, FleetStore {
 
     /// Changes one task through ``TaskLifecycle`` in one transaction that first checks what the caller read: the
     /// status, and the owner (compare-and-set). Cancelling cancels its unfinished descendants too (no event: they are
-    /// implied); removing deletes its subtree and history.
+    /// implied); removing deletes its subtree and history. What the change does is decided once for every store
+    /// (``TaskChangeRequest/plan(over:path:)``); a store reads the subtree and carries the plan out.
     ///
     /// - Throws: ``TaskStoreError`` `.notFound`, `.conflict` (the task changed since it was read); the lifecycle's
     ///   ``ProgressionError`` when the change is not allowed. Nothing is written then.
@@ -41,17 +51,19 @@ package protocol TaskStoreBackend: TaskStore, FleetStore {
     func transferTree(
         of rootID: String, ifStatusIn statuses: Set<TaskStatus>, from owner: String?, to newOwner: String?
     ) async throws -> Bool
+}
 
-    /// Deletes (or, with `dryRun`, counts) finished roots that finished before `date` with a status in `statuses`,
-    /// with their trees and history.
-    func prune(finishedBefore date: Date, statuses: Set<TaskStatus>, dryRun: Bool) async throws -> PruneResult
-
+/// The executors that hold tasks, with their heartbeats.
+package protocol OwnerRegistry: Sendable {
     /// Records an owner, or replaces it.
     func saveOwner(_ owner: OwnerRecord) async throws
 
     /// Every owner recorded.
     func owners() async throws -> [OwnerRecord]
+}
 
+/// Changes asked of tasks that another process holds (progressctl, the console): each is applied by the owner.
+package protocol ControlRequestQueue: Sendable {
     /// Appends a control request and returns its number.
     func addControlRequest(_ request: ControlRequest) async throws -> Int64
 
@@ -63,6 +75,13 @@ package protocol TaskStoreBackend: TaskStore, FleetStore {
 
     /// Marks a request handled with its outcome.
     func completeControlRequest(id: Int64, outcome: String, at date: Date) async throws
+}
+
+/// Pruning, change detection and maintenance off the commit path.
+package protocol StoreHousekeeping: Sendable {
+    /// Deletes (or, with `dryRun`, counts) finished roots that finished before `date` with a status in `statuses`,
+    /// with their trees and history.
+    func prune(finishedBefore date: Date, statuses: Set<TaskStatus>, dryRun: Bool) async throws -> PruneResult
 
     /// A number that changes whenever another connection commits a change (SQLite's `data_version`); lets a poller
     /// skip its queries when nothing changed.
@@ -72,9 +91,11 @@ package protocol TaskStoreBackend: TaskStore, FleetStore {
     func maintain(_ work: StoreMaintenance) async throws
 }
 
-extension TaskStoreBackend {
+extension TaskWriting {
     package nonisolated var writerExecutor: UnownedSerialExecutor? { nil }
+}
 
+extension TaskStoreBackend {
     /// Deletes a task, every node below it and their history, whatever its status. Returns how many tasks were
     /// deleted.
     package func deleteTree(of id: String) async throws -> Int {

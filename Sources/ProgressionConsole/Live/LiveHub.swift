@@ -2,6 +2,7 @@
 import Foundation
 import Logging
 import NIOCore
+import Progression
 import ProgressionOperator
 import ServiceLifecycle
 import Synchronization
