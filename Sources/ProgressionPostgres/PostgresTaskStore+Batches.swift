@@ -66,10 +66,9 @@ struct BatchCall: PostgresPreparedStatement {
     init(_ batch: TaskBatch, numbers: Numbers, session: String, now: Date, store: PostgresTaskStore) throws {
         precondition(Self.fits(batch), "a batch without an owner, or naming a row twice, goes statement by statement")
         self.batch = batch
+        // The fencing rule's roots and guards (``BatchFence``), which the procedure applies in SQL.
+        let fence = BatchFence(batch)
         let newRoots = Set(batch.inserts.lazy.filter(\.isRoot).map(\.id))
-        var roots: Set<String> = []
-        for record in batch.inserts where !record.isRoot && !newRoots.contains(record.rootID) { roots.insert(record.rootID) }
-        for update in batch.updates where !newRoots.contains(update.record.rootID) { roots.insert(update.record.rootID) }
 
         // In the order of `parameterTypes`.
         var bindings = PostgresBindings(capacity: Self.parameterTypes.count)
@@ -83,11 +82,11 @@ struct BatchCall: PostgresPreparedStatement {
         bindings.append(numbers.acknowledged)
         bindings.append(now.storedMilliseconds)
         bindings.append(store.names.channel)
-        add(roots.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }.map(Optional.init))
+        add(fence.rootsToRead.map(Optional.init))
         add(newRoots.sorted().map(Optional.init))
-        let guarded = batch.updates.compactMap { update in update.unownedWithStatus.map { (update.record.id, $0.rawValue) } }
-        add(guarded.map { Optional($0.0) })
-        add(guarded.map { Optional($0.1) })
+        let guarded = fence.unownedGuards.sorted { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }
+        add(guarded.map { Optional($0.key) })
+        add(guarded.map { Optional($0.value.rawValue) })
         try store.appendColumnArrays(batch.inserts, to: &bindings)
         let records = batch.updates.map(\.record)
         add(records.map { Optional($0.id) })

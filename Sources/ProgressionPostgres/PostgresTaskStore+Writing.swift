@@ -153,64 +153,43 @@ extension PostgresTaskStore {
     func apply(_ batch: TaskBatch, connection: PostgresConnection) async throws -> TaskBatchResult {
         var rejected: [String] = []
         var conflicting: [String] = []
-        var rejectedRoots: Set<String> = []
-        // Roots queued unowned in the writer's memory: written only while still unowned with the status it read.
-        var unownedGuards: [String: TaskStatus] = [:]
-        for update in batch.updates {
-            if let status = update.unownedWithStatus { unownedGuards[update.record.id] = status }
-        }
-        if batch.owner != nil || !unownedGuards.isEmpty {
-            let inserted = Set(batch.inserts.lazy.filter(\.isRoot).map(\.id))
-            var roots: Set<String> = []
-            if batch.owner != nil {
-                for record in batch.inserts where !record.isRoot && !inserted.contains(record.rootID) {
-                    roots.insert(record.rootID)
-                }
-                for update in batch.updates where !inserted.contains(update.record.rootID) {
-                    roots.insert(update.record.rootID)
-                }
+        var fence = BatchFence(batch)
+        if !fence.rootsToRead.isEmpty {
+            let found = try await rows(
+                Self.lockedRoots(in: names.tasks, columns: "id, owner_id, status", ids: "$1::text[]"),
+                bindings(fence.rootsToRead), connection: connection
+            ) { try $0.decode((String, String?, String).self) }
+            var holders: [String: BatchFence.Holder] = [:]
+            var statuses: [String: String] = [:]
+            for (id, owner, status) in found {
+                holders[id] = BatchFence.Holder(owner: owner, status: TaskStatus(rawValue: status))
+                statuses[id] = status
             }
-            roots.formUnion(unownedGuards.keys)
-            if !roots.isEmpty {
-                let sorted = roots.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
-                let holders = try await rows(
-                    Self.lockedRoots(in: names.tasks, columns: "id, owner_id, status", ids: "$1::text[]"),
-                    bindings(sorted), connection: connection
-                ) { try $0.decode((String, String?, String).self) }
-                var held: Set<String> = []
-                for (id, holder, status) in holders {
-                    if let expected = unownedGuards[id] {
-                        if holder == nil && status == expected.rawValue { held.insert(id) }
-                    } else if holder == batch.owner {
-                        held.insert(id)
-                    }
-                }
-                rejectedRoots = roots.subtracting(held)
-                // What the store holds for the roots it refuses that this owner held, for whoever reads why a worker
-                // stopped them (a job queued here unowned that another worker took first is how a fleet shares its
-                // backlog: not worth a notice).
-                let lost = rejectedRoots.filter { unownedGuards[$0] == nil }
-                if !lost.isEmpty {
-                    var found: [String: String] = [:]
-                    for (id, holder, status) in holders where lost.contains(id) {
-                        found[id] = "\(status), held by \(holder ?? "none")"
-                    }
-                    logger.notice(
-                        "rows not written: their roots are no longer this owner's",
-                        metadata: [
-                            "owner": "\(batch.owner ?? "none")",
-                            "roots": "\(lost.sorted().map { "\($0): \(found[$0] ?? "not found")" })",
-                        ])
-                }
+            fence.decide(holders: holders)
+            // What the store holds for the roots it refuses that this owner held, for whoever reads why a worker
+            // stopped them (a job queued here unowned that another worker took first is how a fleet shares its
+            // backlog: not worth a notice).
+            let lost = fence.lostRoots
+            func holding(_ id: String) -> String {
+                guard let holder = holders[id] else { return "not found" }
+                return "\(statuses[id] ?? ""), held by \(holder.owner ?? "none")"
+            }
+            if !lost.isEmpty {
+                logger.notice(
+                    "rows not written: their roots are no longer this owner's",
+                    metadata: [
+                        "owner": "\(batch.owner ?? "none")",
+                        "roots": "\(lost.sorted().map { "\($0): \(holding($0))" })",
+                    ])
             }
         }
         if !batch.inserts.isEmpty {
             var inserts: [TaskRecord] = []
             for record in batch.inserts {
-                if rejectedRoots.contains(record.rootID) {
-                    rejected.append(record.id)
-                } else {
+                if fence.writes(record) {
                     inserts.append(record)
+                } else {
+                    rejected.append(record.id)
                 }
             }
             if !inserts.isEmpty {
@@ -223,6 +202,7 @@ extension PostgresTaskStore {
                 var seen: Set<String> = []
                 for record in inserts where !written.contains(record.id) || !seen.insert(record.id).inserted {
                     conflicting.append(record.id)
+                    if record.isRoot { fence.rootInsertConflicted(record.id) }
                 }
             }
         }
@@ -260,7 +240,7 @@ extension PostgresTaskStore {
             runIDs.removeAll(keepingCapacity: true)
         }
         for update in batch.updates {
-            if rejectedRoots.contains(update.record.rootID) {
+            guard fence.writes(update.record) else {
                 rejected.append(update.record.id)
                 continue
             }
@@ -271,12 +251,7 @@ extension PostgresTaskStore {
             run.append(update)
         }
         try await flushRun()
-        if rejected.isEmpty && conflicting.isEmpty {
-            try await insertEvents(batch.events, connection: connection)
-        } else {
-            let skipped = Set(rejected + conflicting)
-            try await insertEvents(batch.events.filter { !skipped.contains($0.taskID) }, connection: connection)
-        }
+        try await insertEvents(BatchFence.events(of: batch, skipping: rejected + conflicting), connection: connection)
         // Rejections in the order of the batch, as the SQLite store reports them.
         let position = Dictionary(
             (batch.inserts.map(\.id) + batch.updates.map(\.record.id)).enumerated().map { ($0.element, $0.offset) },

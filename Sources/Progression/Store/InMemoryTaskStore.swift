@@ -76,43 +76,38 @@ public actor InMemoryTaskStore: TaskStoreBackend {
         try transaction { state in
             var rejected: [String] = []
             var conflicting: [String] = []
-            // Fencing: a tree whose root another owner holds (or that is gone) is left alone.
-            let newRoots = Set(batch.inserts.lazy.filter(\.isRoot).map(\.id))
-            func isRejected(_ root: String) -> Bool {
-                guard let owner = batch.owner, !newRoots.contains(root) else { return false }
-                return state.tasks[root]?.ownerID != owner
+            var fence = BatchFence(batch)
+            var holders: [String: BatchFence.Holder] = [:]
+            for root in fence.rootsToRead {
+                if let stored = state.tasks[root] {
+                    holders[root] = BatchFence.Holder(owner: stored.ownerID, status: stored.status)
+                }
             }
+            fence.decide(holders: holders)
             for record in batch.inserts {
-                if !record.isRoot, isRejected(record.rootID) {
+                guard fence.writes(record) else {
                     rejected.append(record.id)
                     continue
                 }
-                if state.tasks[record.id] != nil {
-                    conflicting.append(record.id)
-                    continue
-                }
                 do {
+                    guard state.tasks[record.id] == nil else {
+                        throw TaskStoreError(.conflict, message: "a task with id '\(record.id)' exists")
+                    }
                     try Self.put(record, into: &state)
                 } catch let error as TaskStoreError where error.reason == .conflict {
                     conflicting.append(record.id)
+                    if record.isRoot { fence.rootInsertConflicted(record.id) }
                 }
             }
             for update in batch.updates {
-                let held: Bool
-                if let status = update.unownedWithStatus {
-                    held = state.tasks[update.record.id].map { $0.ownerID == nil && $0.status == status } ?? false
-                } else {
-                    held = !isRejected(update.record.rootID)
-                }
-                guard held, var stored = state.tasks[update.record.id] else {
+                guard fence.writes(update.record), var stored = state.tasks[update.record.id] else {
                     rejected.append(update.record.id)
                     continue
                 }
                 update.columns.copy(from: update.record, into: &stored)
                 try Self.put(stored, into: &state)
             }
-            let skipped = Set(rejected + conflicting)
-            try Self.append(batch.events.filter { !skipped.contains($0.taskID) }, to: &state)
+            try Self.append(BatchFence.events(of: batch, skipping: rejected + conflicting), to: &state)
             return TaskBatchResult(rejectedTaskIDs: rejected, conflictingTaskIDs: conflicting)
         }
     }

@@ -36,78 +36,60 @@ extension SQLiteTaskStore {
         return try await write { connection in try apply(batch, connection: connection) }
     }
 
-    /// Writes a batch in the open transaction. With an owner, the trees of roots that another owner holds (or that
-    /// are gone) are left alone (fencing): a root's row is updated only while it has the owner, a subtask's only while
-    /// its root has; their ids come back as rejected, and their events are not written.
+    /// Writes a batch in the open transaction, fenced by ``BatchFence``: the holders of the roots it names are read
+    /// first (the write transaction excludes every other writer until it ends).
     func apply(_ batch: TaskBatch, connection: SQLiteConnection) throws -> TaskBatchResult {
         var rejected: [String] = []
         var conflicting: [String] = []
-        var rejectedRoots: Set<String> = []
-        if let owner = batch.owner {
-            // Subtasks: the owner of their root, read once per root.
-            let inserted = Set(batch.inserts.lazy.filter(\.isRoot).map(\.id))
-            var checked: Set<String> = []
-            let ownerOf = try connection.cachedStatement("SELECT owner_id FROM tasks WHERE id = ?")
-            func check(_ record: TaskRecord) throws {
-                let root = record.rootID
-                guard !record.isRoot, !inserted.contains(root), checked.insert(root).inserted else { return }
-                defer { ownerOf.reset() }
-                try ownerOf.bind(root, at: 1)
-                let holder: String?? = try ownerOf.step() ? .some(ownerOf.optionalText(at: 0)) : .none
-                if holder != .some(owner) { rejectedRoots.insert(root) }
+        var fence = BatchFence(batch)
+        if !fence.rootsToRead.isEmpty {
+            let holderOf = try connection.cachedStatement("SELECT owner_id, status FROM tasks WHERE id = ?")
+            var holders: [String: BatchFence.Holder] = [:]
+            for root in fence.rootsToRead {
+                defer { holderOf.reset() }
+                try holderOf.bind(root, at: 1)
+                if try holderOf.step() {
+                    holders[root] = BatchFence.Holder(
+                        owner: holderOf.optionalText(at: 0), status: TaskStatus(rawValue: holderOf.text(at: 1)))
+                }
             }
-            for record in batch.inserts { try check(record) }
-            for update in batch.updates { try check(update.record) }
+            fence.decide(holders: holders)
         }
         if !batch.inserts.isEmpty {
             let insert = try connection.cachedStatement(Self.insertSQL + " ON CONFLICT DO NOTHING")
             for record in batch.inserts {
-                if rejectedRoots.contains(record.rootID) {
+                guard fence.writes(record) else {
                     rejected.append(record.id)
                     continue
                 }
                 defer { insert.reset() }
                 try bindInsert(record, to: insert)
                 try insert.step()
-                if connection.changes == 0 { conflicting.append(record.id) }
+                if connection.changes == 0 {
+                    conflicting.append(record.id)
+                    if record.isRoot { fence.rootInsertConflicted(record.id) }
+                }
             }
         }
         for update in batch.updates {
-            if rejectedRoots.contains(update.record.rootID) {
+            guard fence.writes(update.record) else {
                 rejected.append(update.record.id)
                 continue
             }
-            let statement: SQLiteStatement
-            if let status = update.unownedWithStatus {
-                statement = try updateStatement(update.columns, guard: .unowned, connection: connection)
-                let next = try bindUpdate(update, to: statement)
-                try statement.bind(status.rawValue, at: next)
-            } else {
-                let guarded = batch.owner != nil && update.record.isRoot
-                statement = try updateStatement(update.columns, guard: guarded ? .owner : .none, connection: connection)
-                let next = try bindUpdate(update, to: statement)
-                if guarded { try statement.bindOptional(batch.owner, at: next) }
-            }
+            let statement = try updateStatement(update.columns, connection: connection)
             defer { statement.reset() }
+            try bindUpdate(update, to: statement)
             try statement.step()
             if connection.changes == 0 { rejected.append(update.record.id) }
         }
-        if rejected.isEmpty && conflicting.isEmpty {
-            try insertEvents(batch.events, connection: connection)
-        } else {
-            let skipped = Set(rejected + conflicting)
-            try insertEvents(batch.events.filter { !skipped.contains($0.taskID) }, connection: connection)
-        }
+        try insertEvents(BatchFence.events(of: batch, skipping: rejected + conflicting), connection: connection)
         return TaskBatchResult(rejectedTaskIDs: rejected, conflictingTaskIDs: conflicting)
     }
 
-    private func updateStatement(
-        _ columns: TaskColumns, guard rowGuard: UpdateGuard, connection: SQLiteConnection
-    ) throws -> SQLiteStatement {
-        let key = UInt64(columns.rawValue) | (UInt64(rowGuard.rawValue) << 32)
-        if let statement = updateStatements[key] { return statement }
-        let statement = try connection.prepare(Self.updateSQL(columns, guard: rowGuard), persistent: true)
-        updateStatements[key] = statement
+    private func updateStatement(_ columns: TaskColumns, connection: SQLiteConnection) throws -> SQLiteStatement {
+        if let statement = updateStatements[columns.rawValue] { return statement }
+        let statement = try connection.prepare(Self.updateSQL(columns), persistent: true)
+        updateStatements[columns.rawValue] = statement
         return statement
     }
 

@@ -173,6 +173,59 @@ struct TaskStoreTests {
         #expect(try await store.task(id: "root.1")?.progress == 0.5)
     }
 
+    /// A root's own row is fenced like its subtasks (``BatchFence``), and a job queued unowned in a writer's memory
+    /// is written only while it is still unowned with the status the writer read.
+    @Test(arguments: StoreKind.allCases)
+    func aRootIsWrittenByItsOwnerAndAQueuedJobWhileNobodyTookIt(kind: StoreKind) async throws {
+        let directory = try TemporaryDirectory()
+        let store = try await kind.make(in: directory)
+        var mine = makeRecord(id: "mine", status: .running, owner: "o")
+        var theirs = makeRecord(id: "theirs", status: .running, owner: "p")
+        var queued = makeRecord(id: "queued", status: .pending, owner: nil)
+        var taken = makeRecord(id: "taken", status: .pending, owner: nil)
+        try await store.insert([mine, theirs, queued, taken], events: [])
+        _ = try await store.transferTree(of: "taken", ifStatusIn: [.pending], from: nil, to: "p")
+        mine.priority = 5
+        theirs.priority = 5
+        queued.priority = 5
+        taken.priority = 5
+        let result = try await store.apply(
+            TaskBatch(
+                updates: [
+                    TaskUpdate(mine, columns: [.priority]), TaskUpdate(theirs, columns: [.priority]),
+                    TaskUpdate(queued, columns: [.priority], unownedWithStatus: .pending),
+                    TaskUpdate(taken, columns: [.priority], unownedWithStatus: .pending),
+                ],
+                events: ["mine", "theirs", "queued", "taken"].map {
+                    TaskEvent(taskID: $0, rootID: $0, kind: .step, at: Date(), attempt: 1)
+                },
+                owner: "o"))
+        #expect(result.rejectedTaskIDs == ["theirs", "taken"])
+        #expect(try await store.task(id: "mine")?.priority == 5)
+        #expect(try await store.task(id: "queued")?.priority == 5)
+        #expect(try await store.task(id: "theirs")?.priority == 0)
+        #expect(try await store.task(id: "taken")?.priority == 0)
+        var counts: [String: Int] = [:]
+        for id in ["mine", "theirs", "queued", "taken"] { counts[id] = try await store.events(of: id).count }
+        #expect(counts == ["mine": 1, "theirs": 0, "queued": 1, "taken": 0])
+    }
+
+    /// A batch that inserts a root whose id another owner's row has (a tool's batch: the executor draws fresh ids)
+    /// writes none of that tree's updates.
+    @Test(arguments: StoreKind.allCases)
+    func aRootInsertThatFindsItsIDTakenLeavesTheStoredTreeAlone(kind: StoreKind) async throws {
+        let directory = try TemporaryDirectory()
+        let store = try await kind.make(in: directory)
+        try await store.insert([makeRecord(id: "r", status: .running, owner: "p")], events: [])
+        var mine = makeRecord(id: "r", status: .running, owner: "o")
+        mine.priority = 9
+        let result = try await store.apply(
+            TaskBatch(inserts: [mine], updates: [TaskUpdate(mine, columns: [.priority])], owner: "o"))
+        #expect(result.conflictingTaskIDs == ["r"] && result.rejectedTaskIDs == ["r"])
+        #expect(try await store.task(id: "r")?.priority == 0)
+        #expect(try await store.task(id: "r")?.ownerID == "p")
+    }
+
     @Test(arguments: StoreKind.allCases)
     func aChangeGoesThroughTheLifecycleWithACompareAndSet(kind: StoreKind) async throws {
         let directory = try TemporaryDirectory()

@@ -1,0 +1,93 @@
+import Foundation
+
+/// Which rows of a ``TaskBatch`` a store writes (fencing), decided once for every store.
+///
+/// A store reads, in the batch's transaction, the owner and status of each root of ``rootsToRead`` (locking them where
+/// it locks rows), hands them to ``decide(holders:)``, and then writes only the rows ``writes(_:)`` allows, the
+/// updates of rows that exist, and ``events(of:skipping:)``. The rule:
+/// - with ``TaskBatch/owner`` set, a stored root and its subtasks are written only while the root has that owner; a
+///   root the batch inserts is its own, unless its insert finds the id taken (``rootInsertConflicted(_:)``);
+/// - a root queued unowned in the writer's memory (``TaskUpdate/unownedWithStatus``) is written only while it is still
+///   unowned with the status the writer read (another worker may have claimed it);
+/// - the events of rows not written are not written either.
+///
+/// SQLite and the in-memory store apply it as it is; PostgreSQL applies it on its transaction path, and its
+/// one-round-trip procedure (`apply_batch`, migration 0003) carries out the same rule in SQL.
+package struct BatchFence: Sendable {
+    /// What a store holds for one root.
+    package struct Holder: Sendable, Hashable {
+        package var owner: String?
+        package var status: TaskStatus?
+
+        package init(owner: String?, status: TaskStatus?) {
+            self.owner = owner
+            self.status = status
+        }
+    }
+
+    package let owner: String?
+    /// Roots queued unowned, with the status the writer read.
+    package let unownedGuards: [String: TaskStatus]
+    /// The stored roots whose holders decide what the batch writes, each once, in byte order (an order every writer
+    /// locks them in, so two writers cannot deadlock).
+    package let rootsToRead: [String]
+    /// The roots whose rows the batch leaves alone (known once ``decide(holders:)`` ran).
+    package private(set) var fencedRoots: Set<String> = []
+
+    package init(_ batch: TaskBatch) {
+        owner = batch.owner
+        let inserted = Set(batch.inserts.lazy.filter(\.isRoot).map(\.id))
+        var guards: [String: TaskStatus] = [:]
+        for update in batch.updates where !inserted.contains(update.record.rootID) {
+            if let status = update.unownedWithStatus { guards[update.record.rootID] = status }
+        }
+        unownedGuards = guards
+        var roots = Set(guards.keys)
+        if batch.owner != nil {
+            for record in batch.inserts where !inserted.contains(record.rootID) { roots.insert(record.rootID) }
+            for update in batch.updates where !inserted.contains(update.record.rootID) {
+                roots.insert(update.record.rootID)
+            }
+        }
+        rootsToRead = roots.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+    }
+
+    /// Takes what the store holds for the roots of ``rootsToRead``; a root missing from `holders` is gone.
+    package mutating func decide(holders: [String: Holder]) {
+        fencedRoots = []
+        for root in rootsToRead {
+            let holder = holders[root]
+            let held: Bool
+            if let status = unownedGuards[root] {
+                held = holder.map { $0.owner == nil && $0.status == status } ?? false
+            } else {
+                held = holder.map { $0.owner == owner } ?? false
+            }
+            if !held { fencedRoots.insert(root) }
+        }
+    }
+
+    /// Records that the insert of a root of this batch found its identity taken: the stored row is not the batch's, so
+    /// none of the batch's updates of that tree is written. A store calls it before it writes the updates.
+    package mutating func rootInsertConflicted(_ id: String) {
+        fencedRoots.insert(id)
+    }
+
+    /// Whether the batch writes this row (an insert, or an update of a row that exists).
+    package func writes(_ record: TaskRecord) -> Bool {
+        !fencedRoots.contains(record.rootID)
+    }
+
+    /// The fenced roots that were this owner's to write, not roots queued unowned that another worker took first
+    /// (how a fleet shares its backlog): what a store may say it refused.
+    package var lostRoots: Set<String> {
+        fencedRoots.filter { unownedGuards[$0] == nil }
+    }
+
+    /// The batch's events but those of the rows it did not write.
+    package static func events(of batch: TaskBatch, skipping skipped: [String]) -> [TaskEvent] {
+        guard !skipped.isEmpty else { return batch.events }
+        let skipped = Set(skipped)
+        return batch.events.filter { !skipped.contains($0.taskID) }
+    }
+}
