@@ -11,8 +11,9 @@ import Foundation
 ///   unowned with the status the writer read (another worker may have claimed it);
 /// - the events of rows not written are not written either.
 ///
-/// SQLite and the in-memory store apply it as it is; PostgreSQL applies it on its transaction path, and its
-/// one-round-trip procedure (`apply_batch`, migration 0003) carries out the same rule in SQL.
+/// The in-memory store applies it as it is, SQLite with the check of a root's own row in its update
+/// (``init(_:checksRootsInTheirUpdates:)``), PostgreSQL on its transaction path; its one-round-trip procedure
+/// (`apply_batch`, migration 0003) carries out the same rule in SQL.
 package struct BatchFence: Sendable {
     /// What a store holds for one root.
     package struct Holder: Sendable, Hashable {
@@ -25,6 +26,17 @@ package struct BatchFence: Sendable {
         }
     }
 
+    /// What a store checks of a row in the statement that updates it, where the holder of its root was not read
+    /// before (``BatchFence/init(_:checksRootsInTheirUpdates:)``).
+    package enum RowCondition: Sendable, Hashable {
+        /// Nothing: the row's root was read, or the batch has no owner.
+        case none
+        /// The root's row has this owner.
+        case heldBy(String)
+        /// The root's row has no owner and this status (a job queued unowned).
+        case unownedWith(TaskStatus)
+    }
+
     package let owner: String?
     /// Roots queued unowned, with the status the writer read.
     package let unownedGuards: [String: TaskStatus]
@@ -33,22 +45,31 @@ package struct BatchFence: Sendable {
     package let rootsToRead: [String]
     /// The roots whose rows the batch leaves alone (known once ``decide(holders:)`` ran).
     package private(set) var fencedRoots: Set<String> = []
+    private let read: Set<String>
+    private let inserted: Set<String>
 
-    package init(_ batch: TaskBatch) {
+    /// - Parameter checksRootsInTheirUpdates: whether the store checks a root's own row in the statement that updates
+    ///   it (``condition(for:)``) rather than reading it first. Within a transaction that excludes every other writer
+    ///   (SQLite's) the two are the same rule, and the check in the statement saves a read per root on the writer's
+    ///   most frequent batch (progress of running roots); a store that locks rows reads them all.
+    package init(_ batch: TaskBatch, checksRootsInTheirUpdates: Bool = false) {
         owner = batch.owner
         let inserted = Set(batch.inserts.lazy.filter(\.isRoot).map(\.id))
+        self.inserted = inserted
         var guards: [String: TaskStatus] = [:]
         for update in batch.updates where !inserted.contains(update.record.rootID) {
             if let status = update.unownedWithStatus { guards[update.record.rootID] = status }
         }
         unownedGuards = guards
-        var roots = Set(guards.keys)
+        var roots: Set<String> = checksRootsInTheirUpdates ? [] : Set(guards.keys)
         if batch.owner != nil {
             for record in batch.inserts where !inserted.contains(record.rootID) { roots.insert(record.rootID) }
             for update in batch.updates where !inserted.contains(update.record.rootID) {
+                if checksRootsInTheirUpdates && update.record.isRoot { continue }
                 roots.insert(update.record.rootID)
             }
         }
+        read = roots
         rootsToRead = roots.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
     }
 
@@ -71,6 +92,15 @@ package struct BatchFence: Sendable {
     /// none of the batch's updates of that tree is written. A store calls it before it writes the updates.
     package mutating func rootInsertConflicted(_ id: String) {
         fencedRoots.insert(id)
+    }
+
+    /// What the statement that writes `update` must check of its row (``RowCondition/none`` unless the store checks
+    /// roots in their updates and this root was not read).
+    package func condition(for update: TaskUpdate) -> RowCondition {
+        let root = update.record.rootID
+        guard update.record.isRoot, !read.contains(root), !inserted.contains(root) else { return .none }
+        if let status = unownedGuards[root] { return .unownedWith(status) }
+        return owner.map { .heldBy($0) } ?? .none
     }
 
     /// Whether the batch writes this row (an insert, or an update of a row that exists).

@@ -31,16 +31,34 @@ extension SQLiteTaskStore {
         }
     }
 
-    /// The SQL of a narrow update: the columns of `columns` as parameters 1…n, the id as n + 1.
-    static func updateSQL(_ columns: TaskColumns) -> String {
+    /// What a narrow update checks of the row it writes, besides its id (``BatchFence/RowCondition``).
+    enum UpdateGuard: UInt8 {
+        /// Nothing.
+        case none
+        /// The owner it must have (a root's row): parameter n + 2.
+        case owner
+        /// No owner, and the status it must have (a job queued unowned that any worker may claim): n + 2.
+        case unowned
+    }
+
+    /// The SQL of a narrow update: the columns of `columns` as parameters 1…n, the id as n + 1, and what the guard
+    /// checks as n + 2.
+    static func updateSQL(_ columns: TaskColumns, guard rowGuard: UpdateGuard) -> String {
         var assignments: [String] = []
         for column in TaskTableColumn.written(by: columns) {
             assignments.append("\(column.name) = ?\(assignments.count + 1)")
         }
-        return "UPDATE tasks SET \(assignments.joined(separator: ", ")) WHERE id = ?\(assignments.count + 1)"
+        let id = assignments.count + 1
+        let condition =
+            switch rowGuard {
+            case .none: ""
+            case .owner: " AND owner_id IS ?\(id + 1)"
+            case .unowned: " AND owner_id IS NULL AND status = ?\(id + 1)"
+            }
+        return "UPDATE tasks SET \(assignments.joined(separator: ", ")) WHERE id = ?\(id)" + condition
     }
 
-    /// Binds the values of an update made with ``updateSQL(_:)``; returns the next parameter index.
+    /// Binds the values of an update made with ``updateSQL(_:guard:)``; returns the next parameter index.
     @discardableResult
     func bindUpdate(_ update: TaskUpdate, to statement: SQLiteStatement) throws -> Int32 {
         var index: Int32 = 1

@@ -36,12 +36,13 @@ extension SQLiteTaskStore {
         return try await write { connection in try apply(batch, connection: connection) }
     }
 
-    /// Writes a batch in the open transaction, fenced by ``BatchFence``: the holders of the roots it names are read
-    /// first (the write transaction excludes every other writer until it ends).
+    /// Writes a batch in the open transaction, fenced by ``BatchFence``: the holders of the roots of its subtasks are
+    /// read first, a root's own row is checked in its update (the write transaction excludes every other writer until
+    /// it ends, so both see the same rows).
     func apply(_ batch: TaskBatch, connection: SQLiteConnection) throws -> TaskBatchResult {
         var rejected: [String] = []
         var conflicting: [String] = []
-        var fence = BatchFence(batch)
+        var fence = BatchFence(batch, checksRootsInTheirUpdates: true)
         if !fence.rootsToRead.isEmpty {
             let holderOf = try connection.cachedStatement("SELECT owner_id, status FROM tasks WHERE id = ?")
             var holders: [String: BatchFence.Holder] = [:]
@@ -76,9 +77,19 @@ extension SQLiteTaskStore {
                 rejected.append(update.record.id)
                 continue
             }
-            let statement = try updateStatement(update.columns, connection: connection)
+            let statement: SQLiteStatement
+            switch fence.condition(for: update) {
+            case .none:
+                statement = try updateStatement(update.columns, guard: .none, connection: connection)
+                try bindUpdate(update, to: statement)
+            case .heldBy(let owner):
+                statement = try updateStatement(update.columns, guard: .owner, connection: connection)
+                try statement.bind(owner, at: try bindUpdate(update, to: statement))
+            case .unownedWith(let status):
+                statement = try updateStatement(update.columns, guard: .unowned, connection: connection)
+                try statement.bind(status.rawValue, at: try bindUpdate(update, to: statement))
+            }
             defer { statement.reset() }
-            try bindUpdate(update, to: statement)
             try statement.step()
             if connection.changes == 0 { rejected.append(update.record.id) }
         }
@@ -86,10 +97,13 @@ extension SQLiteTaskStore {
         return TaskBatchResult(rejectedTaskIDs: rejected, conflictingTaskIDs: conflicting)
     }
 
-    private func updateStatement(_ columns: TaskColumns, connection: SQLiteConnection) throws -> SQLiteStatement {
-        if let statement = updateStatements[columns.rawValue] { return statement }
-        let statement = try connection.prepare(Self.updateSQL(columns), persistent: true)
-        updateStatements[columns.rawValue] = statement
+    private func updateStatement(
+        _ columns: TaskColumns, guard rowGuard: UpdateGuard, connection: SQLiteConnection
+    ) throws -> SQLiteStatement {
+        let key = UInt64(columns.rawValue) | (UInt64(rowGuard.rawValue) << 32)
+        if let statement = updateStatements[key] { return statement }
+        let statement = try connection.prepare(Self.updateSQL(columns, guard: rowGuard), persistent: true)
+        updateStatements[key] = statement
         return statement
     }
 

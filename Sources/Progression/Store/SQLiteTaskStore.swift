@@ -55,8 +55,8 @@ public actor SQLiteTaskStore: TaskStoreBackend {
     /// And decoded once: reading a tree of 10,000 nodes decoded the same few option sets 10,000 times (most of the
     /// read's time; console-bench's job page).
     var decodedOptions: [String: TaskOptions] = [:]
-    /// Narrow UPDATE statements by the columns they write (``TaskColumns``' raw value).
-    var updateStatements: [UInt32: SQLiteStatement] = [:]
+    /// Narrow UPDATE statements by the columns they write (and what they check of the row).
+    var updateStatements: [UInt64: SQLiteStatement] = [:]
     /// Checkpoints the log off the commit path (`nil` when read-only).
     let checkpointer: WALCheckpointer?
 

@@ -105,6 +105,32 @@ struct BatchFenceTests {
         }
     }
 
+    /// A store that checks a root's own row in its update (SQLite) reads only the roots of subtasks; each root
+    /// update then carries what its statement must check.
+    @Test func aStoreCheckingRootsInTheirUpdatesReadsOnlyTheRootsOfSubtasks() {
+        let queued = Self.root("q", owner: nil, status: .pending)
+        let batch = TaskBatch(
+            inserts: [Self.root("n"), Self.step("a", of: "s")],
+            updates: [
+                TaskUpdate(Self.root("r"), columns: .progress), TaskUpdate(Self.root("s"), columns: .progress),
+                TaskUpdate(queued, columns: .priority, unownedWithStatus: .pending),
+                TaskUpdate(Self.root("n"), columns: .progress), TaskUpdate(Self.step("b", of: "t"), columns: .step),
+            ],
+            owner: "o")
+        var fence = BatchFence(batch, checksRootsInTheirUpdates: true)
+        #expect(fence.rootsToRead == ["s", "t"])
+        fence.decide(holders: ["s": Self.held, "t": BatchFence.Holder(owner: "p", status: .running)])
+        #expect(fence.fencedRoots == ["t"])
+        #expect(
+            batch.updates.map { fence.condition(for: $0) }
+                == [.heldBy("o"), .none, .unownedWith(.pending), .none, .none])
+        let everyRootRead = BatchFence(batch)
+        #expect(everyRootRead.rootsToRead == ["q", "r", "s", "t"])
+        #expect(batch.updates.allSatisfy { everyRootRead.condition(for: $0) == .none })
+        #expect(BatchFence(TaskBatch(updates: [TaskUpdate(Self.root("r"), columns: .progress)]), checksRootsInTheirUpdates: true)
+            .condition(for: TaskUpdate(Self.root("r"), columns: .progress)) == .none)
+    }
+
     @Test func theEventsOfRowsNotWrittenAreLeftOut() {
         let events = ["r", "r.a", "s"].map {
             TaskEvent(taskID: $0, rootID: String($0.prefix(1)), kind: .progress, at: Self.t0, attempt: 1)
