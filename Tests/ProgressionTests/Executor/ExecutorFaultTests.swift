@@ -102,6 +102,46 @@ struct ExecutorFaultTests {
         await executor.shutdown()
     }
 
+    /// A store whose claims, once `stalls` is set, wait until their caller is cancelled and then fail as a call
+    /// cancelled before it ran, as the SQL stores' do.
+    final class StallingClaims: TaskStoreForwarding {
+        let inner = InMemoryTaskStore()
+        let stalls = Atomic<Bool>(false)
+        let stalled = Atomic<Int>(0)
+
+        func forward<T: Sendable>(
+            _ call: ForwardedCall, _ body: @Sendable (any TaskStoreBackend) async throws -> T
+        ) async throws -> T {
+            try await body(inner)
+        }
+
+        func claimRoots(_ claim: RootClaim) async throws -> [ClaimedRoot] {
+            guard stalls.load(ordering: .acquiring) else { return try await inner.claimRoots(claim) }
+            stalled.add(1, ordering: .releasing)
+            do {
+                try await Task.sleep(for: .seconds(3_600))
+            } catch {
+                throw TaskStoreError(.cancelled, message: "cancelled before it ran")
+            }
+            return []
+        }
+    }
+
+    /// A shutdown cancels a claim on its way: that is the executor stopping, not the store failing, and its log
+    /// says nothing of an outage.
+    @Test func aClaimCutShortByAShutdownIsNoStorageOutage() async throws {
+        let store = StallingClaims()
+        let warnings = Warnings()
+        var configuration = Self.configuration(warnings: warnings)
+        configuration.recoveryInterval = .milliseconds(20)
+        let executor = try TaskExecutor(store: store, configuration: configuration)
+        try await executor.start()
+        store.stalls.store(true, ordering: .releasing)
+        try await waitUntil("a claim to be on its way") { store.stalled.load(ordering: .acquiring) > 0 }
+        await executor.shutdown()
+        #expect(warnings.messages.all.isEmpty, "\(warnings.messages.all)")
+    }
+
     /// Defect 2: a recovery pass claimed a page of roots and stopped at the first one that failed to load, leaving
     /// the rest held by a live owner that did not run them. Now each claimed root is loaded on its own, and one that
     /// fails is tried again.
