@@ -52,7 +52,7 @@ enum PostgresThroughput {
         name: "postgres-recovery", group: "postgres",
         keys: [
             "recovery_all_claimed_ms_100k_postgres", "recovery_claim_floor_ms_100k_postgres",
-            "recovery_first_running_ms_100k_postgres",
+            "recovery_first_running_ms_100k_postgres", "recovery_dead_worker_claimed_ms_100k_postgres",
         ]
     ) { context in
         try await withServer(context) { base in
@@ -75,8 +75,96 @@ enum PostgresThroughput {
                 Figure(
                     "recovery_first_running_ms_100k_postgres", recovery.firstRunning.inMilliseconds, unit: "ms",
                     note: "register + start() until the first recovered job body runs, PostgreSQL"),
+                try await deadWorker(base: base, backlog: jobsCount, wait: context.sizes.recoveryClaimWait, context: context),
             ]
         }
+    }
+
+    /// What a dead worker of a fleet leaves: the jobs its slots ran, held by it, and a backlog that is nobody's. A
+    /// worker holds only what its slots run (a job submitted by a producer or by a worker's own `submit` waits
+    /// unowned, `aWorkersOwnSubmitsWaitUnownedAndItHoldsOnlyWhatItRuns`), so 64 running jobs of a dead owner (the oldest,
+    /// as its claims took them) in front of `backlog` pending ones. A new worker with 64 slots starts: the time until
+    /// the dead owner holds nothing.
+    static func deadWorker(
+        base: PostgresTaskStore.Configuration, backlog: Int, wait: Duration, context: BenchContext
+    ) async throws -> Figure {
+        var configuration = base
+        configuration.schema = schema()
+        let builder = try await PostgresTaskStore.started(configuration: configuration)
+        do {
+            let figure = try await deadWorker(builder: builder, configuration: configuration, backlog: backlog, wait: wait, context: context)
+            try? await builder.dropSchema()
+            await builder.close()
+            return figure
+        } catch {
+            try? await builder.dropSchema()
+            await builder.close()
+            throw error
+        }
+    }
+
+    private static func deadWorker(
+        builder: PostgresTaskStore, configuration: PostgresTaskStore.Configuration, backlog: Int, wait: Duration,
+        context: BenchContext
+    ) async throws -> Figure {
+        let slots = 64
+        let base = Date().addingTimeInterval(-3_600)
+        try await builder.saveOwner(
+            OwnerRecord(id: RecoveryLatency.deadOwner, host: OwnerRecord.currentHost, pid: 999_999_999, startedAt: base, heartbeatAt: base))
+        let input = try JSONEncoder().encode(RecoveryLatency.RecoveredInput())
+        let total = backlog + slots
+        for first in stride(from: 0, to: total, by: 10_000) {
+            var records: [TaskRecord] = []
+            var events: [TaskEvent] = []
+            for job in first..<min(total, first + 10_000) {
+                let id = ListDatabase.id(root: job, node: 0)
+                let created = base.addingTimeInterval(Double(job) / 1000)
+                let ran = job < slots
+                records.append(
+                    TaskRecord(
+                        id: id, name: "job \(job)", kind: RecoveryLatency.kind, input: input,
+                        status: ran ? .running : .pending, progress: ran ? 0.25 : 0,
+                        ownerID: ran ? RecoveryLatency.deadOwner : nil, createdAt: created,
+                        startedAt: ran ? created.addingTimeInterval(0.005) : nil))
+                events.append(TaskEvent(taskID: id, rootID: id, kind: .created, at: created, attempt: 1))
+                if ran {
+                    events.append(TaskEvent(taskID: id, rootID: id, kind: .started, at: created.addingTimeInterval(0.005), attempt: 1))
+                }
+            }
+            try await builder.insert(records, events: events)
+        }
+        try await builder.maintain(.vacuum)
+        guard try await builder.countUnfinishedRoots(heldBy: RecoveryLatency.deadOwner) == slots else {
+            throw BenchFailure("the dead worker does not hold its \(slots) jobs")
+        }
+
+        let store = try await PostgresTaskStore.started(configuration: configuration)
+        var executorConfiguration = TaskExecutor.Configuration()
+        executorConfiguration.maxConcurrentTasks = slots
+        let executor = TaskExecutor(store: store, configuration: executorConfiguration)
+        try executor.register(RecoveryLatency.kind, input: RecoveryLatency.RecoveredInput.self) { _, _ in }
+        let start = ContinuousClock.now
+        try await executor.start()
+        var claimed: Duration?
+        while ContinuousClock.now < start + wait {
+            if try await builder.countUnfinishedRoots(heldBy: RecoveryLatency.deadOwner) == 0 {
+                claimed = ContinuousClock.now - start
+                break
+            }
+        }
+        await executor.shutdown()
+        await store.close()
+        context.log(
+            "dead worker: its \(slots) jobs "
+                + (claimed.map { "all claimed \(String(format1: $0.inMilliseconds, decimals: 1)) ms after start()" }
+                    ?? "not all claimed within \(String(format1: wait.inSeconds, decimals: 0)) s")
+                + " (\(FigureFormat.number(Double(backlog))) unowned behind them)")
+        var figure = Figure(
+            "recovery_dead_worker_claimed_ms_100k_postgres", claimed?.inMilliseconds, unit: "ms", target: .below(1_000),
+            note: "a dead 64-slot worker's 64 running jobs in front of \(FigureFormat.number(Double(backlog))) unowned "
+                + "pending ones: start() of a new 64-slot worker until the dead owner holds nothing, PostgreSQL")
+        if claimed == nil { figure.notReachedWithin = wait.inMilliseconds }
+        return figure
     }
 
     /// The fleet and delayed jobs, as on SQLite: each process's store a connection pool of its own.

@@ -100,6 +100,36 @@ import Testing
         await second.shutdown()
     }
 
+    /// A worker's own `submit` leaves what its slots cannot start unowned in the store, as a producer's does: a worker
+    /// that dies leaves to be claimed from it only what it ran, and its backlog is the fleet's at once.
+    @Test(arguments: StoreKind.allCases)
+    func aWorkersOwnSubmitsWaitUnownedAndItHoldsOnlyWhatItRuns(kind: StoreKind) async throws {
+        let database = try SharedDatabase(kind)
+        let producer = try database.producer()
+        let gate = Gate()
+        let runs = Runs()
+        let first = try database.worker(slots: 2)
+        try first.register(Held(worker: "a", gate: gate, runs: runs))
+        try await first.start()
+        let ids = try await first.submit(Held.name, inputs: (0..<10).map { Held.Input(n: $0) })
+        try await poll("the submitting worker's two jobs to start") { runs.total == 2 }
+        let census = try await producer.store.census()
+        #expect(census.filter { $0.ownerID == first.ownerID }.count == 2)
+        #expect(census.filter { $0.ownerID == nil && $0.status == .pending }.count == 8)
+        // Another worker takes from that backlog while the first still runs its two.
+        let second = try database.worker(slots: 3)
+        try second.register(Held(worker: "b", gate: gate, runs: runs))
+        try await second.start()
+        try await poll("the second worker's three jobs to start") { runs.byWorker["b"]?.count == 3 }
+        #expect(try await producer.store.census().filter { $0.ownerID == first.ownerID }.count == 2)
+        gate.open()
+        for id in ids { _ = try await producer.wait(for: id, timeout: .seconds(60)) }
+        #expect(runs.total == 10, "each job ran once: \(runs.byWorker)")
+        #expect(Set(runs.byWorker.values.flatMap { $0 }) == Set(0..<10))
+        await first.shutdown()
+        await second.shutdown()
+    }
+
     @Test(arguments: StoreKind.allCases)
     func aPausedJobGivesItsSlotBackAndResumesIntoTheNextFreeOne(kind: StoreKind) async throws {
         let database = try SharedDatabase(kind)
