@@ -10,8 +10,8 @@ import ProgressionSQLite
 ///   figure with the < 1,000 ms target), median of ``trials`` runs, each on a fresh copy of the database;
 /// - **all claimed**: no row is held by the dead owner any more (`SELECT count(*) … WHERE owner_id = 'dead'` on a
 ///   connection of its own, polled every 50 ms). Measured in the first run only, and given up after
-///   ``BenchSizes/recoveryClaimWait``: the scheduler claims `claimBatchSize` (1,000) roots per `recoveryInterval`
-///   (1 s), so with the defaults 100,000 jobs take about 100 s. When it gives up, the figure is reported as not
+///   ``BenchSizes/recoveryClaimWait``: the executor claims what its free slots can start, and again as they free,
+///   so the last roots are claimed as the jobs before them end. When it gives up, the figure is reported as not
 ///   reached (`null` in JSON, `> 30,000` in the table) beside the fraction claimed by then.
 ///
 /// The executor runs with the default configuration, so the figures are what a service gets out of the box.
