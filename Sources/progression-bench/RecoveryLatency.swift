@@ -59,8 +59,8 @@ enum RecoveryLatency {
         let long = runs[0]
         var allClaimed = Figure(
             "recovery_all_claimed_ms_100k", long.allClaimed?.inMilliseconds, unit: "ms", target: .below(1_000),
-            note: "start() until no row is held by the dead owner, \(shape) (claims back to back, chunks up to "
-                + "claimBatchSize), one run, given up after \(String(format1: wait.inSeconds, decimals: 0)) s")
+            note: "start() until no row is held by the dead owner, \(shape) (claims as slots "
+                + "free), one run, given up after \(String(format1: wait.inSeconds, decimals: 0)) s")
         if long.allClaimed == nil { allClaimed.notReachedWithin = wait.inMilliseconds }
         return [
             Figure(

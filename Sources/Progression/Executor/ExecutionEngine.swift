@@ -158,7 +158,8 @@ final class ExecutionEngine: Sendable {
 
     /// Logs a storage failure once per outage, as a warning.
     static func noteStorageFailure(_ error: any Error, outage: StorageOutage, logger: Logger, what: String) {
-        // A call cut short because the caller's task was cancelled (the executor stopping) is no outage.
+        // A call cut short because the caller's task was cancelled (the executor stopping) is no outage: what it did
+        // is done again by the next executor (a claim, a heartbeat). The writer says what it did not store itself.
         if Task.isCancelled, error is CancellationError || (error as? TaskStoreError)?.reason == .cancelled { return }
         let first = outage.logged.withLock { logged in
             defer { logged = true }

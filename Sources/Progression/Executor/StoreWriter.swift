@@ -134,8 +134,19 @@ actor StoreWriter {
             return Written(duration: duration, resumed: committed.waiters.count)
         } catch {
             engine.metrics.writerFailures.increment()
-            ExecutionEngine.noteStorageFailure(
-                error, outage: engine.storageOutage, logger: engine.logger, what: "writing task changes")
+            if Task.isCancelled {
+                // The executor stops while this batch is on its way (the store too slow or gone past the grace
+                // period): the store keeps these tasks as it last had them, and the log says what it did not get.
+                engine.logger.warning(
+                    "stopped before task changes were stored",
+                    metadata: [
+                        "changes": "\(taken.batch.inserts.count + taken.batch.updates.count + taken.batch.events.count)",
+                        "error": "\(ProgressionError.describe(error))",
+                    ])
+            } else {
+                ExecutionEngine.noteStorageFailure(
+                    error, outage: engine.storageOutage, logger: engine.logger, what: "writing task changes")
+            }
             let now = engine.now()
             engine.state.withLock { $0.requeue(taken, error: error, now: now) }
             engine.publisherSignal.signal()

@@ -102,11 +102,12 @@ struct ExecutorFaultTests {
         await executor.shutdown()
     }
 
-    /// A store whose claims, once `stalls` is set, wait until their caller is cancelled and then fail as a call
-    /// cancelled before it ran, as the SQL stores' do.
-    final class StallingClaims: TaskStoreForwarding {
+    /// A store whose claims (or batches), once `stalls` (`stallsWrites`) is set, wait until their caller is
+    /// cancelled and then fail as a call cancelled before it ran, as the SQL stores' do.
+    final class StallingStore: TaskStoreForwarding {
         let inner = InMemoryTaskStore()
         let stalls = Atomic<Bool>(false)
+        let stallsWrites = Atomic<Bool>(false)
         let stalled = Atomic<Int>(0)
 
         func forward<T: Sendable>(
@@ -117,20 +118,30 @@ struct ExecutorFaultTests {
 
         func claimRoots(_ claim: RootClaim) async throws -> [ClaimedRoot] {
             guard stalls.load(ordering: .acquiring) else { return try await inner.claimRoots(claim) }
+            try await stall()
+            return []
+        }
+
+        func apply(_ batch: TaskBatch) async throws -> TaskBatchResult {
+            guard stallsWrites.load(ordering: .acquiring) else { return try await inner.apply(batch) }
+            try await stall()
+            return try await inner.apply(batch)
+        }
+
+        private func stall() async throws {
             stalled.add(1, ordering: .releasing)
             do {
                 try await Task.sleep(for: .seconds(3_600))
             } catch {
                 throw TaskStoreError(.cancelled, message: "cancelled before it ran")
             }
-            return []
         }
     }
 
     /// A shutdown cancels a claim on its way: that is the executor stopping, not the store failing, and its log
     /// says nothing of an outage.
     @Test func aClaimCutShortByAShutdownIsNoStorageOutage() async throws {
-        let store = StallingClaims()
+        let store = StallingStore()
         let warnings = Warnings()
         var configuration = Self.configuration(warnings: warnings)
         configuration.recoveryInterval = .milliseconds(20)
@@ -140,6 +151,34 @@ struct ExecutorFaultTests {
         try await waitUntil("a claim to be on its way") { store.stalled.load(ordering: .acquiring) > 0 }
         await executor.shutdown()
         #expect(warnings.messages.all.isEmpty, "\(warnings.messages.all)")
+    }
+
+    /// A stop that cuts a batch short (the store hangs past the grace period) leaves the tasks as the store had them,
+    /// and says so in its log: not as an outage the executor would wait out, as what it did not store.
+    @Test func aStopThatCutsABatchShortSaysWhatItDidNotStore() async throws {
+        let store = StallingStore()
+        let warnings = Warnings()
+        var configuration = Self.configuration(warnings: warnings)
+        configuration.shutdownGracePeriod = .milliseconds(100)
+        let executor = try TaskExecutor(store: store, configuration: configuration)
+        try await executor.start()
+        let go = Gate()
+        let hold = Gate()
+        defer { hold.open() }
+        let id = try await executor.addTask(name: "reports") { context in
+            await go.wait()
+            try await context.report(.progress(0.5))
+            await hold.wait()
+        }
+        store.stallsWrites.store(true, ordering: .releasing)
+        go.open()
+        try await waitUntil("the batch with the report to be on its way") { store.stalled.load(ordering: .acquiring) > 0 }
+        await executor.shutdown()
+        let logged = warnings.messages.all
+        #expect(logged.contains("stopped before task changes were stored"), "\(logged)")
+        #expect(!logged.contains { $0.hasPrefix("storage failing") }, "\(logged)")
+        // The store has the task as it was before the stop: started, the report not stored.
+        #expect(try await store.inner.task(id: id)?.progress != 0.5)
     }
 
     /// Defect 2: a recovery pass claimed a page of roots and stopped at the first one that failed to load, leaving

@@ -162,7 +162,10 @@ struct TaskStoreTests {
             TaskBatch(
                 inserts: [makeRecord(id: "root.2", parent: root, name: "late")],
                 updates: [TaskUpdate(child, columns: [.progress])],
-                events: [TaskEvent(taskID: "root.1", rootID: "root", kind: .step, at: Date(), attempt: 1)],
+                events: [
+                    TaskEvent(taskID: "root.1", rootID: "root", kind: .step, at: Date(), attempt: 1),
+                    TaskEvent(taskID: "root.2", rootID: "root", kind: .created, at: Date(), attempt: 1),
+                ],
                 owner: "old"))
         #expect(late.rejectedTaskIDs.sorted() == ["root.1", "root.2"])
         #expect(try await store.task(id: "root.1")?.progress == nil)
