@@ -118,6 +118,47 @@ struct PostgresSchemaTests {
                 == Int64(PostgresMigration.embedded.count))
     }
 
+    /// A schema an earlier binary migrated (every migration but the last) and filled is brought up to date by this
+    /// one, its tasks kept, and its batches go on through the procedure as the last migration left it.
+    @Test func aSchemaOfAnEarlierBinaryWithTasksIsMigratedAndItsTasksGoOn() async throws {
+        let schema = Self.schemaName("earlier")
+        let scratch = try await Self.open("scratch")
+        defer { Task { await scratch.close() } }
+        let earlier = PostgresMigrator(
+            names: try PostgresNames(schema: schema), migrations: Array(PostgresMigration.embedded.dropLast()),
+            idleInTransactionLimit: .seconds(60), location: "test")
+        let options = String(decoding: try JSONEncoder().encode(TaskOptions.default), as: UTF8.self)
+        try await within(.seconds(120), "the earlier migrations and a task") {
+            try await scratch.client.withConnection { connection in
+                try await earlier.prepare(connection: connection, logger: scratch.logger, create: true, readOnly: false)
+                try await connection.query(
+                    PostgresQuery(
+                        unsafeSQL: """
+                            INSERT INTO "\(schema)".tasks (id, root_id, name, options, status, owner_id, created_at, started_at, updated_at)
+                            VALUES ('kept', 'kept', 'written before the upgrade', '\(options.replacingOccurrences(of: "'", with: "''"))', 'running', 'o', 1000, 1000, 1000)
+                            """), logger: scratch.logger)
+            }
+        }
+        let store = try await Self.open(schema)
+        defer { Task { await store.close() } }
+        #expect(
+            try await Self.count("SELECT count(*) FROM \"\(schema)\".schema_migrations")
+                == Int64(PostgresMigration.embedded.count))
+        var kept = try #require(try await store.task(id: "kept"))
+        #expect(kept.name == "written before the upgrade" && kept.status == .running && kept.ownerID == "o")
+        kept.progress = 0.5
+        let step = TaskRecord(
+            id: "kept.1", parentID: "kept", rootID: "kept", name: "step", status: .running, createdAt: Date())
+        let written = try await store.apply(
+            TaskBatch(
+                inserts: [step], updates: [TaskUpdate(kept, columns: [.progress])],
+                events: [TaskEvent(taskID: "kept.1", rootID: "kept", kind: .created, at: Date(), attempt: 1)],
+                owner: "o"))
+        #expect(written.rejectedTaskIDs.isEmpty && written.conflictingTaskIDs.isEmpty)
+        #expect(try await store.task(id: "kept")?.progress == 0.5)
+        #expect(try await store.events(of: "kept").map(\.taskID) == ["kept.1"])
+    }
+
     /// Each index of migrations/postgres serves the query named beside it.
     @Test(arguments: [
         // A claim's own reads: of a dead owner's roots, and of the unowned ones (of some kinds).
