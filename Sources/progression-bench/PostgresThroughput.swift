@@ -83,9 +83,8 @@ enum PostgresThroughput {
     /// What a dead worker of a fleet leaves: the jobs its slots ran, held by it, and a backlog that is nobody's. A
     /// worker holds what its slots run, and the jobs it paused or that wait for a retry; a job submitted by a producer
     /// or by a worker's own `submit` waits unowned (`aWorkersOwnSubmitsWaitUnownedAndItHoldsOnlyWhatItRuns`). So 64
-    /// running jobs of a dead owner (the oldest,
-    /// as its claims took them) in front of `backlog` pending ones. A new worker with 64 slots starts: the time until
-    /// the dead owner holds nothing.
+    /// running jobs of a dead owner (the oldest, as its claims took them) in front of `backlog` pending ones. A new
+    /// worker with 64 slots starts: the time until the dead owner holds nothing.
     static func deadWorker(
         base: PostgresTaskStore.Configuration, backlog: Int, wait: Duration, context: BenchContext
     ) async throws -> Figure {
@@ -109,32 +108,7 @@ enum PostgresThroughput {
         context: BenchContext
     ) async throws -> Figure {
         let slots = 64
-        let base = Date().addingTimeInterval(-3_600)
-        try await builder.saveOwner(
-            OwnerRecord(id: RecoveryLatency.deadOwner, host: OwnerRecord.currentHost, pid: 999_999_999, startedAt: base, heartbeatAt: base))
-        let input = try JSONEncoder().encode(RecoveryLatency.RecoveredInput())
-        let total = backlog + slots
-        for first in stride(from: 0, to: total, by: 10_000) {
-            var records: [TaskRecord] = []
-            var events: [TaskEvent] = []
-            for job in first..<min(total, first + 10_000) {
-                let id = ListDatabase.id(root: job, node: 0)
-                let created = base.addingTimeInterval(Double(job) / 1000)
-                let ran = job < slots
-                records.append(
-                    TaskRecord(
-                        id: id, name: "job \(job)", kind: RecoveryLatency.kind, input: input,
-                        status: ran ? .running : .pending, progress: ran ? 0.25 : 0,
-                        ownerID: ran ? RecoveryLatency.deadOwner : nil, createdAt: created,
-                        startedAt: ran ? created.addingTimeInterval(0.005) : nil))
-                events.append(TaskEvent(taskID: id, rootID: id, kind: .created, at: created, attempt: 1))
-                if ran {
-                    events.append(TaskEvent(taskID: id, rootID: id, kind: .started, at: created.addingTimeInterval(0.005), attempt: 1))
-                }
-            }
-            try await builder.insert(records, events: events)
-        }
-        try await builder.maintain(.vacuum)
+        try await insertJobsOfADeadOwner(into: builder, count: backlog + slots, running: slots)
         guard try await builder.countUnfinishedRoots(heldBy: RecoveryLatency.deadOwner) == slots else {
             throw BenchFailure("the dead worker does not hold its \(slots) jobs")
         }
@@ -174,6 +148,35 @@ enum PostgresThroughput {
                 + "pending ones: start() of a new 64-slot worker until the dead owner holds nothing, PostgreSQL")
         if claimed == nil { figure.notReachedWithin = wait.inMilliseconds }
         return figure
+    }
+
+    /// `count` jobs of the registered kind, created a millisecond apart an hour ago: the first `running` of them
+    /// running and held by a dead owner (this host, a pid that does not exist), the others pending and unowned. In
+    /// chunks of 10,000, then vacuumed.
+    static func insertJobsOfADeadOwner(into builder: PostgresTaskStore, count: Int, running: Int) async throws {
+        let base = Date().addingTimeInterval(-3_600)
+        try await builder.saveOwner(
+            OwnerRecord(id: RecoveryLatency.deadOwner, host: OwnerRecord.currentHost, pid: 999_999_999, startedAt: base, heartbeatAt: base))
+        let input = try JSONEncoder().encode(RecoveryLatency.RecoveredInput())
+        for first in stride(from: 0, to: count, by: 10_000) {
+            var records: [TaskRecord] = []
+            var events: [TaskEvent] = []
+            for job in first..<min(count, first + 10_000) {
+                let id = ListDatabase.id(root: job, node: 0)
+                let created = base.addingTimeInterval(Double(job) / 1000)
+                let started = created.addingTimeInterval(0.005)
+                let ran = job < running
+                records.append(
+                    TaskRecord(
+                        id: id, name: "job \(job)", kind: RecoveryLatency.kind, input: input,
+                        status: ran ? .running : .pending, progress: ran ? 0.25 : 0,
+                        ownerID: ran ? RecoveryLatency.deadOwner : nil, createdAt: created, startedAt: ran ? started : nil))
+                events.append(TaskEvent(taskID: id, rootID: id, kind: .created, at: created, attempt: 1))
+                if ran { events.append(TaskEvent(taskID: id, rootID: id, kind: .started, at: started, attempt: 1)) }
+            }
+            try await builder.insert(records, events: events)
+        }
+        try await builder.maintain(.vacuum)
     }
 
     /// The fleet and delayed jobs, as on SQLite: each process's store a connection pool of its own.
@@ -280,28 +283,8 @@ enum PostgresThroughput {
         var configuration = base
         configuration.schema = schema()
         let builder = try await PostgresTaskStore.started(configuration: configuration)
-        let base = Date().addingTimeInterval(-3_600)
-        try await builder.saveOwner(
-            OwnerRecord(id: RecoveryLatency.deadOwner, host: OwnerRecord.currentHost, pid: 999_999_999, startedAt: base, heartbeatAt: base))
-        let input = try JSONEncoder().encode(RecoveryLatency.RecoveredInput())
         let built = ContinuousClock.now
-        for first in stride(from: 0, to: jobs, by: 10_000) {
-            var records: [TaskRecord] = []
-            var events: [TaskEvent] = []
-            for job in first..<min(jobs, first + 10_000) {
-                let id = ListDatabase.id(root: job, node: 0)
-                let created = base.addingTimeInterval(Double(job) / 1000)
-                records.append(
-                    TaskRecord(
-                        id: id, name: "recovered \(job)", kind: RecoveryLatency.kind, input: input, status: .running,
-                        progress: 0.25, ownerID: RecoveryLatency.deadOwner, createdAt: created,
-                        startedAt: created.addingTimeInterval(0.005)))
-                events.append(TaskEvent(taskID: id, rootID: id, kind: .created, at: created, attempt: 1))
-                events.append(TaskEvent(taskID: id, rootID: id, kind: .started, at: created.addingTimeInterval(0.005), attempt: 1))
-            }
-            try await builder.insert(records, events: events)
-        }
-        try await builder.maintain(.vacuum)
+        try await insertJobsOfADeadOwner(into: builder, count: jobs, running: jobs)
         context.log(
             "built \(FigureFormat.number(Double(jobs))) running jobs of a dead owner in "
                 + "\(String(format1: (ContinuousClock.now - built).inSeconds, decimals: 1)) s")

@@ -77,19 +77,16 @@ extension SQLiteTaskStore {
                 rejected.append(update.record.id)
                 continue
             }
-            let statement: SQLiteStatement
-            switch fence.condition(for: update) {
-            case .none:
-                statement = try updateStatement(update.columns, guard: .none, connection: connection)
-                try bindUpdate(update, to: statement)
-            case .heldBy(let owner):
-                statement = try updateStatement(update.columns, guard: .owner, connection: connection)
-                try statement.bind(owner, at: try bindUpdate(update, to: statement))
-            case .unownedWith(let status):
-                statement = try updateStatement(update.columns, guard: .unowned, connection: connection)
-                try statement.bind(status.rawValue, at: try bindUpdate(update, to: statement))
-            }
+            let (rowGuard, checked): (UpdateGuard, String?) =
+                switch fence.condition(for: update) {
+                case .none: (.none, nil)
+                case .heldBy(let owner): (.owner, owner)
+                case .unownedWith(let status): (.unowned, status.rawValue)
+                }
+            let statement = try updateStatement(update.columns, guard: rowGuard, connection: connection)
             defer { statement.reset() }
+            let next = try bindUpdate(update, to: statement)
+            if let checked { try statement.bind(checked, at: next) }
             try statement.step()
             if connection.changes == 0 { rejected.append(update.record.id) }
         }
