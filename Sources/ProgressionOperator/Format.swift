@@ -18,13 +18,21 @@ package enum Format {
     }()
 
     /// Local time to the second, `-` for none.
-    /// When a root that waits for a time runs: `runs 2026-11-25 10:00:00`, `wakes …`, `retries …`; `nil` otherwise.
+    /// When a root that waits for a time runs: `runs 2026-11-25 10:00:00`, `wakes …`, `retries …`; what a waiting
+    /// job waits for: `for 3 child jobs`, `for signal 'approve' until …`; `nil` otherwise.
     package static func wait(_ record: TaskRecord) -> String? {
-        guard let reason = record.waitReason, let at = record.nextAttemptAt else { return nil }
+        guard let reason = record.waitReason else { return nil }
+        if reason == .waiting {
+            let what = "for " + (record.waitingFor ?? "something")
+            guard let at = record.nextAttemptAt, at < JobOptions.latestRunAt else { return what }
+            return what + " until \(time(at))"
+        }
+        guard let at = record.nextAttemptAt else { return nil }
         switch reason {
         case .runAt: return "runs \(time(at))"
         case .sleep: return "wakes \(time(at))"
         case .retry: return "retries \(time(at))"
+        case .waiting: return nil
         }
     }
 

@@ -26,10 +26,20 @@ struct BatchCall: PostgresPreparedStatement {
     /// column); the events.
     static let parameterTypes: [String] =
         ["text", "text", "int8", "int8", "int8", "int8", "text", "text[]", "text[]", "text[]", "text[]"]
-        + PostgresTaskStore.columnTypes.map { $0 + "[]" }
+        + procedureColumns.map { $0.type.rawValue + "[]" }
         + ["text[]", "text[]", "int4[]"]
-        + TaskTableColumn.updatable.map { $0.type.rawValue + "[]" }
+        + procedureUpdatable.map { $0.type.rawValue + "[]" }
         + ["text[]", "text[]", "text[]", "int8[]", "int4[]", "float8[]", "text[]", "text[]"]
+
+    /// The columns of `tasks` the procedure's arrays carry: those of migration 0003 (it inserts a new row's later
+    /// columns with their defaults, and a batch that writes them goes through the transaction path).
+    static let procedureColumns = TaskTableColumn.allCases.filter { $0.rawValue <= TaskTableColumn.rate.rawValue }
+
+    /// The columns of ``procedureColumns`` an update may write, in binding order.
+    static let procedureUpdatable = TaskTableColumn.updatable.filter { $0.rawValue <= TaskTableColumn.rate.rawValue }
+
+    /// The column sets the procedure writes (each a bit of its mask).
+    static let procedureWritable: TaskColumns = TaskColumns.all.subtracting([.waiting, .link])
 
     static let sql =
         "CALL apply_batch("
@@ -55,7 +65,13 @@ struct BatchCall: PostgresPreparedStatement {
 
     /// Whether `batch` goes in one call: it has an owner and names each row once.
     static func fits(_ batch: TaskBatch) -> Bool {
-        guard batch.owner != nil else { return false }
+        guard batch.owner != nil, batch.treeChanges.isEmpty else { return false }
+        // Job trees' columns and queued work beyond a child's mirror and a finished job's dependents (which the
+        // procedure writes) go through the transaction path.
+        for record in batch.inserts where record.parentJobID != nil || record.childJobID != nil || record.wait != nil {
+            return false
+        }
+        for update in batch.updates where !update.columns.isSubset(of: procedureWritable) { return false }
         var seen: Set<String> = []
         for record in batch.inserts where !seen.insert(record.id).inserted { return false }
         for update in batch.updates where !seen.insert(update.record.id).inserted { return false }
@@ -87,12 +103,12 @@ struct BatchCall: PostgresPreparedStatement {
         let guarded = fence.unownedGuards.sorted { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }
         add(guarded.map { Optional($0.key) })
         add(guarded.map { Optional($0.value.rawValue) })
-        try store.appendColumnArrays(batch.inserts, to: &bindings)
+        for column in Self.procedureColumns { try store.appendArray(of: column, batch.inserts, to: &bindings) }
         let records = batch.updates.map(\.record)
         add(records.map { Optional($0.id) })
         add(records.map { Optional($0.rootID) })
         add(batch.updates.map { Optional(Int32(bitPattern: $0.columns.rawValue)) })
-        try store.appendUpdateArrays(batch.updates, columns: .all, to: &bindings)
+        for column in Self.procedureUpdatable { try store.appendArray(of: column, records, to: &bindings) }
         let events = batch.events
         add(events.map { Optional($0.taskID) })
         add(events.map { Optional($0.rootID) })

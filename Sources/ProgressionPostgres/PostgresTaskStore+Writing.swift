@@ -150,7 +150,9 @@ extension PostgresTaskStore {
     /// are gone) are left alone (fencing): the roots of the batch are locked in id order and read first, so a root's
     /// row is written only while it has the owner, a subtask's only while its root has, and no claim can take them
     /// before the commit. Their ids come back as rejected, and their events are not written.
-    func apply(_ batch: TaskBatch, connection: PostgresConnection) async throws -> TaskBatchResult {
+    func apply(_ batch: TaskBatch, connection: PostgresConnection, at now: Date = Date()) async throws
+        -> TaskBatchResult
+    {
         var rejected: [String] = []
         var conflicting: [String] = []
         var fence = BatchFence(batch)
@@ -186,7 +188,7 @@ extension PostgresTaskStore {
         if !batch.inserts.isEmpty {
             var inserts: [TaskRecord] = []
             for record in batch.inserts {
-                if fence.writes(record) {
+                if fence.inserts(record) {
                     inserts.append(record)
                 } else {
                     rejected.append(record.id)
@@ -252,6 +254,8 @@ extension PostgresTaskStore {
         }
         try await flushRun()
         try await insertEvents(BatchFence.events(of: batch, skipping: rejected + conflicting), connection: connection)
+        let refused = Set(rejected)
+        try await queueTreeChanges(of: batch, written: { !refused.contains($0) }, at: now, connection: connection)
         // Rejections in the order of the batch, as the SQLite store reports them.
         let position = Dictionary(
             (batch.inserts.map(\.id) + batch.updates.map(\.record.id)).enumerated().map { ($0.element, $0.offset) },
@@ -274,11 +278,15 @@ extension PostgresTaskStore {
                 return .failure(error)
             }
             switch plan {
-            case .delete(let nodes, let result):
+            case .delete(let nodes, var result):
                 try await delete(nodes, connection: connection)
+                if let top = nodes.first, top.isRoot {
+                    result.deleted += try await deleteChildJobs(of: nodes, connection: connection, at: request.at)
+                    try await deleteJobTreeRows(of: top.id, at: request.at, connection: connection)
+                }
                 return .success(result)
             case .write(let batch, let result):
-                _ = try await apply(batch, connection: connection)
+                _ = try await apply(batch, connection: connection, at: request.at)
                 return .success(result)
             }
         }

@@ -119,7 +119,7 @@ package final class LocalPostgresServer: Sendable {
             "logging_collector=off",
         ]
         if !(durable && stock) {
-            settings += ["max_connections=300", "shared_buffers=256MB", "max_wal_size=4GB"]
+            settings += ["max_connections=1000", "shared_buffers=256MB", "max_wal_size=4GB"]
         }
         // Not durable: a crash of the machine may lose commits (no fsync), a crash of the server may not: a commit
         // waits for its log record to be written to the OS (synchronous_commit), which keeps it through

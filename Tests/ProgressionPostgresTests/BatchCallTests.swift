@@ -173,12 +173,18 @@ struct BatchCallTests {
             checkpoint: Data("a".utf8), ownerID: "o", priority: 1, createdAt: Self.t0,
             startedAt: Self.t0.addingTimeInterval(1), updatedAt: Self.t0.addingTimeInterval(2),
             finishedAt: Self.t0.addingTimeInterval(3), nextAttemptAt: Self.t0.addingTimeInterval(4), total: 10, rate: 1)
-        let after = TaskRecord(
+        var after = TaskRecord(
             id: "r", name: "r", kind: "k", options: TaskOptions.interactive.retryable(), status: .failed,
             progress: 0.75, step: "b", weight: 2, attempt: 2, interruptions: 1, errorType: "B", errorDescription: "b",
             result: Data("b".utf8), checkpoint: Data("b".utf8), ownerID: "p", priority: 2, createdAt: Self.t0,
             startedAt: Self.t0.addingTimeInterval(11), updatedAt: Self.t0.addingTimeInterval(12),
             finishedAt: Self.t0.addingTimeInterval(13), nextAttemptAt: Self.t0.addingTimeInterval(14), total: 20, rate: 2)
+        // Job trees' columns (migration 0005), which the transaction path writes.
+        after.wait = .jobs
+        after.waitingFor = "jobs"
+        after.waitingProgress = 0.5
+        after.share = 0.5
+        after.awaited = true
         #expect(TaskColumns.changed(from: before, to: after) == .all)
         try await store.insert([before], events: [])
         let result = try await store.apply(TaskBatch(updates: [TaskUpdate(after, columns: column)], owner: "o"))

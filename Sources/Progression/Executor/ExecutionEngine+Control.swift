@@ -106,7 +106,11 @@ extension ExecutionEngine {
     /// Asks a node's code to stop; the first reason given wins. Returns the cancellation to run once the lock is
     /// released (cancelling a task runs its cancellation handlers at once, and they take the lock).
     static func stop(_ node: TaskNode, _ reason: StopReason) -> Cancellation {
-        if node.stopReason == nil { node.stopReason = reason }
+        // A cancel (or a timeout, or another owner) that comes while the code stops to sleep or wait ends the task
+        // instead: it is not lost behind the wait.
+        if node.stopReason == nil || (node.stopReason?.suspendsRoot == true && !reason.suspendsRoot && reason != .shutdown) {
+            node.stopReason = reason
+        }
         var cancellation = Cancellation()
         if let execution = node.execution { cancellation.actions.append(execution.cancel) }
         if node.isRoot, let task = node.runTask { cancellation.actions.append { task.cancel() } }

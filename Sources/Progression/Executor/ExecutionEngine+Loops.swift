@@ -14,7 +14,7 @@ extension ExecutionEngine {
         let loops: [@Sendable () async -> Void] = [
             { await writer.run() }, { await self.runTimers() }, { await self.runPublisher() },
             { await self.runMaintenance() }, { await self.runControlRequests() }, { await self.runClaims() },
-            { await self.runSchedules() },
+            { await self.runSchedules() }, { await self.runTreeKeeper() },
         ]
         await withTaskGroup(of: Void.self) { group in
             for loop in loops {
@@ -74,6 +74,7 @@ extension ExecutionEngine {
         var lastCheckpoint = clock.now()
         var sequenceAtCheckpoint = state.withLock { $0.changeSequence }
         var truncated = true
+        var lastLinkRefresh = clock.now()
         // Finished roots stay in memory for their visibility plus up to one period: with a short visibility and
         // many jobs a second, a fixed 250 ms would keep thousands more of them (at 50,000 a second, 12,500).
         let period = min(.milliseconds(250), max(.milliseconds(10), configuration.completedTaskVisibility / 2))
@@ -81,6 +82,10 @@ extension ExecutionEngine {
             do { try await clock.sleep(period) } catch { return }
             sweepFinished()
             let now = clock.now()
+            if now - lastLinkRefresh >= .milliseconds(500) {
+                lastLinkRefresh = now
+                await refreshLinks()
+            }
             if now - lastHeartbeat >= configuration.heartbeatInterval {
                 lastHeartbeat = now
                 // An executor whose writes fail renews no lease: other executors take its roots once it is stale,
@@ -156,6 +161,7 @@ extension ExecutionEngine {
                 storeChanged.store(true, ordering: .relaxed)
                 claimSignal.signal()
                 scheduleSignal.signal()
+                treeSignal.signal()
             }
             do { try await clock.sleep(configuration.controlPollInterval) } catch { return }
         }
@@ -201,6 +207,33 @@ extension ExecutionEngine {
                 "control request",
                 metadata: ["task": "\(request.taskID)", "action": "\(request.action)", "outcome": "\(outcome)"])
             try? await store.completeControlRequest(id: request.id, outcome: outcome, at: now())
+        }
+    }
+
+    /// The tree keeper: carries out the changes of job trees queued in the store (``JobTreeKeeper``) — a child's
+    /// state into its parent's tree, a parent's end, pause or resume into its children, a finished job's dependents,
+    /// a job that began to wait — when this executor wrote one, when another process committed, and every recovery
+    /// interval. Every worker runs it; the store lets one pass run at a time.
+    func runTreeKeeper() async {
+        while !Task.isCancelled {
+            await treeSignal.wait(timeout: configuration.recoveryInterval, clock: clock)
+            guard !Task.isCancelled else { return }
+            guard locked({ $0.schedulerEnabled && !$0.isShutDown }) else { continue }
+            var total = 0
+            do {
+                while !Task.isCancelled {
+                    let taken = try await store.resolveJobTrees(at: now(), limit: 500)
+                    total += taken
+                    if taken < 500 { break }
+                }
+            } catch {
+                Self.noteStorageFailure(error, outage: storageOutage, logger: logger, what: "carrying out job trees' changes")
+            }
+            if total > 0 {
+                // A job released from its wait (or a child run again) waits for a worker: this one looks too.
+                storeChanged.store(true, ordering: .relaxed)
+                claimSignal.signal()
+            }
         }
     }
 

@@ -105,7 +105,21 @@ extension ExecutionEngine {
         let kindOptions = tree.first?.kind.flatMap { registry.kind($0)?.options }
         let dispatch = locked { state -> Dispatch in
             var effects = GraphEffects()
-            if let known = state.node(id: claimed.id) {
+            if let known = state.node(id: claimed.id), known.phase == .idle, known.record.status.isFinished,
+                !tree.isEmpty
+            {
+                // A root that ended here and was run again since (a child job its parent retried): what memory
+                // holds of it is out of date.
+                effects = state.setIdle(known)
+                state.removeRoot(known)
+                effects += state.rehydrate(
+                    tree, previousOwner: claimed.previousOwner, body: body, kindOptions: kindOptions, owner: ownerID,
+                    now: now, maxInterruptions: configuration.maxInterruptions, clock: clock)
+            } else if let known = state.node(id: claimed.id), known.phase == .running, known.runTask != nil {
+                // Its previous run here is still ending (it gave its slot back to wait, and what it waited for
+                // happened at once): it is loaded afresh once that run has settled.
+                known.reclaimed = true
+            } else if let known = state.node(id: claimed.id) {
                 // A job of this worker's queue that the claim took in the store: it is this worker's now.
                 known.record.ownerID = ownerID
                 known.committed.ownerID = ownerID
@@ -189,7 +203,8 @@ extension GraphState {
             let child = attachStored(record, to: parent)
             child.progress.floor = record.progress
         }
-        for child in root.subtree.dropFirst() where child.record.status == .running {
+        // A link's state is its child's (kept by the tree keeper), not this tree's to release.
+        for child in root.subtree.dropFirst() where child.record.status == .running && !child.isLink {
             _ = try? transition(child, .release, by: .system, now: now, silent: true)
         }
         guard !root.record.status.isFinished else { return GraphEffects() }

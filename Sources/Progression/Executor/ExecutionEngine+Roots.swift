@@ -380,8 +380,7 @@ extension GraphState {
         // at its first report for ever (a retried root stuck pending).
         node.waitsForSlot = false
         let lost = node.effectiveStop?.reason == .leaseLost
-        var sleeps = false
-        if case .sleeping? = node.stopReason { sleeps = true }
+        let sleeps = node.stopReason?.suspendsRoot ?? false
         let (sequence, delay) = finish(node, result, now: now, random: random, configuration: configuration)
         let run = EndedRun(
             handle: handle, retryAt: delay.map { monotonicNow + $0 }, lost: lost,
@@ -418,8 +417,16 @@ extension GraphState {
         guard let node = nodes[run.handle] else { return GraphEffects() }
         node.runTask = nil
         if run.lost || run.forget {
-            let effects = setIdle(node)
+            var effects = setIdle(node)
             removeRoot(node)
+            if node.reclaimed, !run.lost {
+                // Claimed again by this executor meanwhile: loaded from the store by the next claim pass.
+                unloadedClaims.append(
+                    ClaimedRoot(
+                        id: node.record.id, status: .pending, kind: node.record.kind, priority: node.record.priority,
+                        createdAt: node.record.createdAt, nextAttemptAt: nil, previousOwner: ownerID))
+                effects.wakesClaims = true
+            }
             return effects
         }
         if let retryAt = run.retryAt, !isShutDown {
@@ -551,6 +558,16 @@ extension GraphState {
             case (.failure, .sleeping(let until)?):
                 if node.isRoot {
                     try transition(node, .suspend(until: until), by: .system, now: now)
+                } else {
+                    try transition(node, .release, by: .system, now: now, silent: true)
+                }
+            case (.failure, .awaiting(let wait, let description, let until, let progress)?):
+                if node.isRoot {
+                    try transition(
+                        node, .await(wait, description: description, until: until, progress: progress), by: .system,
+                        now: now)
+                    // What it waits for may have happened already: the tree keeper looks (and releases it).
+                    treeChanges.append(TreeChange(node.record.id, .recount))
                 } else {
                     try transition(node, .release, by: .system, now: now, silent: true)
                 }

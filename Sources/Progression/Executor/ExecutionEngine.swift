@@ -40,6 +40,8 @@ final class ExecutionEngine: Sendable {
     let claimSignal = WakeSignal()
     /// Wakes the schedule loop: the store changed (a schedule paused, resumed or added).
     let scheduleSignal = WakeSignal()
+    /// Wakes the tree keeper: this executor wrote a change of a job tree, or the store changed.
+    let treeSignal = WakeSignal()
     /// Another process committed since the claim loop last looked: the store may hold jobs to claim.
     let storeChanged = Atomic<Bool>(true)
     /// The dead owners, as last read (the claim loop reads them at most once per recovery interval).
@@ -99,6 +101,10 @@ final class ExecutionEngine: Sendable {
     func perform(_ effects: GraphEffects) {
         for waiter in effects.idleWaiters { waiter.resume() }
         if effects.wakesTimers { timerSignal.signal() }
+        if effects.wakesClaims {
+            storeChanged.store(true, ordering: .relaxed)
+            claimSignal.signal()
+        }
     }
 
     // MARK: Signals

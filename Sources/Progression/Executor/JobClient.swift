@@ -89,6 +89,7 @@ public struct JobClient: Sendable {
     ) async throws -> [String] {
         let now = clock.date()
         var records: [TaskRecord] = []
+        var dependencies: [JobDependency] = []
         records.reserveCapacity(inputs.count)
         let identifiers = try await backend.reserveIdentifiers(max(1, inputs.count))
         for (index, input) in inputs.enumerated() {
@@ -101,9 +102,34 @@ public struct JobClient: Sendable {
                 name: jobOptions.name ?? Kind.name, kind: Kind.name, input: data,
                 idempotencyKey: jobOptions.idempotencyKey, options: taskOptions, status: .pending, createdAt: now)
             record.nextAttemptAt = try jobOptions.runAt(now: now)
+            dependencies += try jobOptions.dependencies(of: &record)
             records.append(record)
         }
-        return try await JobInserter(store: backend).insert(records)
+        return try await JobInserter(store: backend).insert(records, dependencies: dependencies)
+    }
+
+    // MARK: Signals
+
+    /// Sends a signal to a job: a name and a payload, kept until the job's code takes it with
+    /// ``TaskContext/signal(_:as:timeout:)`` (at once when it waits for it now; a signal sent before the job waits for
+    /// it is kept, and taken once). Returns the signal as stored.
+    ///
+    /// - Throws: ``ProgressionError/notFound(taskID:)`` for an unknown job,
+    ///   ``ProgressionError/invalidState(taskID:status:action:)`` for a finished job or a subtask,
+    ///   ``ProgressionError/invalidArgument(_:)`` for a bad name or a payload over 1 MiB of JSON, `EncodingError`;
+    ///   nothing is written then.
+    @discardableResult
+    public func signal<Payload: Encodable & Sendable>(_ jobID: String, name: String, payload: Payload) async throws
+        -> JobSignalRecord
+    {
+        try await backend.sendSignal(
+            to: jobID, name: name, payload: try JobSignalRecord.encode(payload), at: clock.date())
+    }
+
+    /// Sends a signal without a payload; see ``signal(_:name:payload:)``.
+    @discardableResult
+    public func signal(_ jobID: String, name: String) async throws -> JobSignalRecord {
+        try await backend.sendSignal(to: jobID, name: name, payload: nil, at: clock.date())
     }
 
     // MARK: Reading
@@ -170,11 +196,18 @@ public struct JobOptions: Sendable, Hashable {
     public var delay: Duration?
     /// The job's options (cancel, pause, retry, timeout); the kind's when `nil`.
     public var options: TaskOptions?
+    /// Jobs this one runs after: it waits (holding no slot, listed as *waiting*) until every one of them has
+    /// finished, then runs on any worker. Each must be a job of the store (a root, not removed); jobs submitted
+    /// together may run after each other, not in a circle.
+    public var after: [String]
+    /// What it does when one of ``after`` fails or is cancelled.
+    public var ifDependencyFails: DependencyFailurePolicy
 
     /// Options of a submit; by default none of them.
     public init(
         id: String? = nil, name: String? = nil, priority: Int? = nil, idempotencyKey: String? = nil,
-        runAt: Date? = nil, delay: Duration? = nil, options: TaskOptions? = nil
+        runAt: Date? = nil, delay: Duration? = nil, options: TaskOptions? = nil, after: [String] = [],
+        ifDependencyFails: DependencyFailurePolicy = .cancel
     ) {
         self.id = id
         self.name = name
@@ -183,6 +216,27 @@ public struct JobOptions: Sendable, Hashable {
         self.runAt = runAt
         self.delay = delay
         self.options = options
+        self.after = after
+        self.ifDependencyFails = ifDependencyFails
+    }
+
+    /// The dependencies of `job` (``after``), checked; the job is marked waiting for them.
+    ///
+    /// - Throws: ``ProgressionError/invalidArgument(_:)`` for dependencies with a run-at time or a delay (a job waits
+    ///   for one or the other), or on itself.
+    func dependencies(of job: inout TaskRecord) throws(ProgressionError) -> [JobDependency] {
+        var seen: Set<String> = []
+        let ids = after.filter { seen.insert($0).inserted }
+        guard !ids.isEmpty else { return [] }
+        guard job.nextAttemptAt == nil else {
+            throw .invalidArgument("give a job a run-at time or jobs to run after, not both")
+        }
+        guard !ids.contains(job.id) else { throw .invalidArgument("job '\(job.id)' cannot run after itself") }
+        job.wait = .jobs
+        let shown = ids.prefix(3).joined(separator: ", ") + (ids.count > 3 ? " and \(ids.count - 3) more" : "")
+        job.waitingFor = (ids.count == 1 ? "job " : "jobs ") + shown
+        job.nextAttemptAt = JobWait.untilReleased
+        return ids.map { JobDependency(jobID: job.id, dependsOn: $0, onFailure: ifDependencyFails) }
     }
 
     /// The latest run-at a job may have (the end of the year 9999).
@@ -224,6 +278,13 @@ public struct JobFailedError: Error, Sendable, Hashable, LocalizedError, CustomS
         id = record.id
         status = record.status
         reason = record.errorDescription
+    }
+
+    /// A job `id` that ended `status`, with its error's description.
+    public init(id: String, status: TaskStatus, reason: String?) {
+        self.id = id
+        self.status = status
+        self.reason = reason
     }
 
     public var errorDescription: String? { description }
@@ -273,11 +334,18 @@ enum JobInputLimit {
 struct JobInserter {
     let store: any TaskStoreBackend
 
-    /// Inserts `records` with their creation events in one transaction. A record whose kind and idempotency key exist
-    /// already is not inserted: the existing job's id takes its place. Returns the ids in order.
+    /// Inserts `records` with their creation events in one transaction, with the `dependencies` of those that run after
+    /// others. A record whose kind and idempotency key exist already is not inserted: the existing job's id takes its
+    /// place. Returns the ids in order.
     ///
-    /// - Throws: ``ProgressionError/duplicateID(_:)`` when an id is taken; a store error.
-    func insert(_ records: [TaskRecord]) async throws -> [String] {
+    /// - Throws: ``ProgressionError/duplicateID(_:)`` when an id is taken; ``JobDependencyError`` for dependencies
+    ///   that are not jobs, or that go in a circle; a store error.
+    func insert(_ records: [TaskRecord], dependencies: [JobDependency] = []) async throws -> [String] {
+        if !dependencies.isEmpty {
+            var graph: [String: [String]] = [:]
+            for dependency in dependencies { graph[dependency.jobID, default: []].append(dependency.dependsOn) }
+            if let cycle = JobDependencyError.cycle(in: graph) { throw JobDependencyError.cycle(cycle) }
+        }
         var ids: [String?] = Array(repeating: nil, count: records.count)
         var keyed: [String: Int] = [:]
         for attempt in 0..<3 {
@@ -300,7 +368,12 @@ struct JobInserter {
                     TaskEvent(
                         taskID: record.id, rootID: record.id, kind: .created, at: record.createdAt, attempt: 1,
                         message: record.name))
-                if let at = record.nextAttemptAt {
+                if let waitingFor = record.waitingFor {
+                    events.append(
+                        TaskEvent(
+                            taskID: record.id, rootID: record.id, kind: .waiting, at: record.createdAt, attempt: 1,
+                            message: "for \(waitingFor)"))
+                } else if let at = record.nextAttemptAt {
                     events.append(
                         TaskEvent(
                             taskID: record.id, rootID: record.id, kind: .scheduled, at: record.createdAt, attempt: 1,
@@ -308,7 +381,13 @@ struct JobInserter {
                 }
             }
             do {
-                try await store.insert(inserts, events: events)
+                let inserted = Set(inserts.map(\.id))
+                let kept = dependencies.filter { inserted.contains($0.jobID) }
+                if kept.isEmpty {
+                    try await store.insert(inserts, events: events)
+                } else {
+                    try await store.insert(inserts, events: events, dependencies: kept)
+                }
                 for (record, index) in zip(inserts, positions) { ids[index] = record.id }
                 break
             } catch let error as TaskStoreError where error.reason == .conflict && attempt < 2 {

@@ -87,6 +87,12 @@ extension TaskExecutor {
             Kind.name, input: input, id: id, name: name, options: options, idempotencyKey: idempotencyKey, runAt: runAt)
     }
 
+    /// Submits a job of a kind given as a type with ``JobOptions``; as ``submit(_:input:options:)-(String,_,JobOptions)``.
+    @discardableResult
+    public func submit<Kind: JobKind>(_ kind: Kind.Type, input: Kind.Input, options: JobOptions) async throws -> String {
+        try await submit(Kind.name, input: input, options: options)
+    }
+
     /// Submits many jobs of a kind given as a type in one commit; as ``submit(_:inputs:options:idempotencyKey:)``.
     @discardableResult
     public func submit<Kind: JobKind>(

@@ -129,6 +129,7 @@ actor StoreWriter {
             }
             engine.perform(committed.effects)
             for waiter in committed.waiters { waiter.resume() }
+            if taken.batch.changesJobTrees { engine.treeSignal.signal() }
             engine.noteStorageRecovered()
             engine.publisherSignal.signal()
             return Written(duration: duration, resumed: committed.waiters.count)

@@ -91,6 +91,20 @@ public protocol TaskContext: AnyObject, Sendable {
     /// - Throws: as ``sleep(until:name:)``; ``ProgressionError/invalidArgument(_:)`` for a duration that cannot be
     ///   stored.
     func sleep(for duration: Duration, name: String) async throws
+
+    /// Starts child jobs (the untyped form of ``startChildren(_:inputs:options:)``, which see): each a job of its own
+    /// that any worker claims, standing in this task's tree for its progress. Returns them in the order of
+    /// `requests`, once committed; a parent that runs again gets the same ones back.
+    func startChildJobs(_ requests: [ChildJobRequest]) async throws -> [ChildJobReference]
+
+    /// Waits durably for child jobs of this job (the untyped form of ``wait(for:)`` and ``completions(of:)``): until
+    /// every one has finished (`all`), or at least one. Returns how those that finished ended.
+    ///
+    /// - Throws: `CancellationError` when the job stops to wait (let it through); ``ProgressionError/notAChildJob(taskID:jobID:)``.
+    func awaitChildJobs(_ ids: [String], all: Bool) async throws -> [ChildJobOutcome]
+
+    /// Waits durably for a signal (the untyped form of ``signal(_:as:timeout:)``); returns its payload (JSON).
+    func waitForSignal(_ name: String, timeout: Duration?) async throws -> Data?
 }
 
 extension TaskContext {
@@ -219,5 +233,17 @@ final class LiveTaskContext: TaskContext {
     func lastCheckpoint<T: Decodable>(as type: T.Type) throws -> T? {
         guard let data = engine.state.withLock({ $0.nodes[handle]?.record.checkpoint }) else { return nil }
         return try JSONDecoder().decode(T.self, from: data)
+    }
+
+    func startChildJobs(_ requests: [ChildJobRequest]) async throws -> [ChildJobReference] {
+        try await engine.startChildJobs(handle, requests)
+    }
+
+    func awaitChildJobs(_ ids: [String], all: Bool) async throws -> [ChildJobOutcome] {
+        try await engine.awaitChildJobs(handle, ids, all: all)
+    }
+
+    func waitForSignal(_ name: String, timeout: Duration?) async throws -> Data? {
+        try await engine.waitForSignal(handle, name, timeout: timeout)
     }
 }

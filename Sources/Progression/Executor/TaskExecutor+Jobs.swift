@@ -103,21 +103,47 @@ extension TaskExecutor {
         _ kind: String, input: Input, id: String? = nil, name: String? = nil, options: TaskOptions? = nil,
         idempotencyKey: String? = nil, runAt: Date? = nil
     ) async throws -> String {
+        try await submit(
+            kind, input: input,
+            options: JobOptions(id: id, name: name, idempotencyKey: idempotencyKey, runAt: runAt, options: options))
+    }
+
+    /// Submits a job of a registered kind with ``JobOptions`` — the same options a ``JobClient`` takes: its id, name,
+    /// priority, idempotency key, a run-at time or delay, the jobs it runs after. Returns once the job's row is
+    /// committed; it runs when a slot is free (in the same commit when one is free now and it waits for nothing) — on
+    /// this executor, or on another worker of the database that registered the kind and has a slot first.
+    ///
+    /// ```swift
+    /// let load = try await executor.submit("load", input: day, options: JobOptions(idempotencyKey: "load-\(day)"))
+    /// let report = try await executor.submit("report", input: day, options: JobOptions(after: [load]))
+    /// ```
+    ///
+    /// - Throws: ``ProgressionError/unknownKind(_:)``, ``ProgressionError/duplicateID(_:)``,
+    ///   ``ProgressionError/invalidArgument(_:)`` (a run-at and a delay both, dependencies with a time),
+    ///   ``JobDependencyError``, `EncodingError`, ``ProgressionError/shutDown``, ``JobInputTooLargeError``.
+    @discardableResult
+    public func submit<Input: Encodable & Sendable>(
+        _ kind: String, input: Input, options jobOptions: JobOptions
+    ) async throws -> String {
         guard let job = engine.registry.kind(kind) else { throw ProgressionError.unknownKind(kind) }
         try startIfNeeded()
+        let idempotencyKey = jobOptions.idempotencyKey
         if let idempotencyKey, let existing = try await store.root(kind: kind, idempotencyKey: idempotencyKey) {
             return existing.id
         }
         let data = try JobInputLimit.encode(input, kind: kind, limit: engine.configuration.maxInputBytes)
-        let id = if let id { id } else { try await engine.identifiers.next() }
+        let id = if let id = jobOptions.id { id } else { try await engine.identifiers.next() }
         let now = engine.now()
+        var options = jobOptions.options ?? job.options
+        if let priority = jobOptions.priority { options.priority = priority }
         var record = TaskRecord(
-            id: id, name: name ?? kind, kind: kind, input: data, idempotencyKey: idempotencyKey,
-            options: options ?? job.options, status: .pending, ownerID: nil, createdAt: now)
-        if let runAt, runAt > now { record.nextAttemptAt = runAt.roundedToMilliseconds }
+            id: id, name: jobOptions.name ?? kind, kind: kind, input: data, idempotencyKey: idempotencyKey,
+            options: options, status: .pending, ownerID: nil, createdAt: now)
+        record.nextAttemptAt = try jobOptions.runAt(now: now)
+        let dependencies = try jobOptions.dependencies(of: &record)
         if record.nextAttemptAt != nil || job.maxConcurrent != nil {
-            // It waits in the store (a later time, or a limit that claims count): any worker claims it.
-            return try await JobInserter(store: engine.store).insert([record])[0]
+            // It waits in the store (a later time, jobs to run after, a limit that claims count): any worker claims it.
+            return try await JobInserter(store: engine.store).insert([record], dependencies: dependencies)[0]
         }
         let (handles, sequence) = try engine.addRoots([
             NewRoot(record: record, body: { context in try await job.run(data, context) })
@@ -130,6 +156,30 @@ extension TaskExecutor {
             throw ProgressionError.duplicateID(id)
         }
         return id
+    }
+
+    /// Sends a signal to a job wherever it is (see ``JobClient/signal(_:name:payload:)``): kept until the job's code
+    /// takes it with ``TaskContext/signal(_:as:timeout:)``; a job that waits for it now is released.
+    ///
+    /// - Throws: as ``JobClient/signal(_:name:payload:)``.
+    @discardableResult
+    public func signal<Payload: Encodable & Sendable>(_ jobID: String, name: String, payload: Payload) async throws
+        -> JobSignalRecord
+    {
+        try await signal(jobID, name: name, data: try JobSignalRecord.encode(payload))
+    }
+
+    /// Sends a signal without a payload; see ``signal(_:name:payload:)``.
+    @discardableResult
+    public func signal(_ jobID: String, name: String) async throws -> JobSignalRecord {
+        try await signal(jobID, name: name, data: nil)
+    }
+
+    private func signal(_ jobID: String, name: String, data: Data?) async throws -> JobSignalRecord {
+        let sent = try await engine.store.sendSignal(to: jobID, name: name, payload: data, at: engine.now())
+        engine.storeChanged.store(true, ordering: .relaxed)
+        engine.claimSignal.signal()
+        return sent
     }
 
     /// Submits many jobs of one kind in one commit (instead of one each). Returns their ids in the order of `inputs`,

@@ -73,6 +73,10 @@ package enum TaskLifecycle {
         /// A durable sleep: the root's code stops and gives its slot back until `until`, when any worker continues it:
         /// running → pending (paused stays paused), no owner, next attempt at `until`.
         case suspend(until: Date)
+        /// A job's code stops to wait durably for its child jobs, other jobs or a signal: running → pending (paused
+        /// stays paused), no owner, its time `until` (a signal's timeout, else ``JobWait/untilReleased``), what it waits
+        /// for recorded with the progress its tree adds up to now (`progress`, which its children raise meanwhile).
+        case await(JobWait, description: String, until: Date, progress: Double?)
         /// A root that waits for a time (a run-at, a retry's backoff, a durable sleep) runs as soon as a worker can
         /// take it: its next attempt time is cleared.
         case runNow
@@ -104,6 +108,7 @@ package enum TaskLifecycle {
             case .resume: "resume"
             case .resumeRun: "resume the run of"
             case .suspend: "suspend"
+            case .await: "wait"
             case .runNow: "run now"
             case .complete: "complete"
             case .fail: "fail"
@@ -173,6 +178,10 @@ package enum TaskLifecycle {
         case .suspend:
             guard isRoot, status == .running || status == .paused else { throw refuse() }
             return Outcome(status: status == .paused ? .paused : .pending, event: .sleeping)
+
+        case .await:
+            guard isRoot, status == .running || status == .paused else { throw refuse() }
+            return Outcome(status: status == .paused ? .paused : .pending, event: .waiting)
 
         case .runNow:
             guard isRoot else {
@@ -283,7 +292,19 @@ package enum TaskLifecycle {
             record.nextAttemptAt = until
             record.rate = nil
             eventMessage = eventMessage ?? "until \(until.formatted(.iso8601))"
+        case .await(let wait, let description, let until, let progress):
+            record.ownerID = nil
+            record.nextAttemptAt = until
+            record.wait = wait
+            record.waitingFor = description
+            record.waitingProgress = progress
+            eventMessage = eventMessage ?? "for \(description)"
         case .runNow:
+            if record.wait != nil {
+                throw .invalidState(
+                    taskID: record.id, status: record.status,
+                    action: "run it now: it waits for \(record.waitingFor ?? "its children, jobs or a signal"), not a time")
+            }
             guard record.nextAttemptAt != nil else {
                 throw .invalidState(taskID: record.id, status: record.status, action: "run it now: it waits for no time")
             }
@@ -325,7 +346,8 @@ package enum TaskLifecycle {
             record.errorDescription = nil
             record.nextAttemptAt = nil
             record.rate = nil
-            if requester == .operatorWithoutOwner { record.ownerID = nil }
+            // Run again by whichever worker claims it, unless its own executor retries it in memory.
+            if requester != .user { record.ownerID = nil }
             eventMessage = eventMessage ?? "attempt \(record.attempt)"
         case .interrupt:
             if record.status == .running { record.interruptions += 1 }
@@ -338,6 +360,15 @@ package enum TaskLifecycle {
         }
         record.status = status
         record.updatedAt = now
+        switch transition {
+        case .start, .complete, .fail, .cancel, .retry:
+            // A job that runs or has ended waits for nothing.
+            record.wait = nil
+            record.waitingFor = nil
+            record.waitingProgress = nil
+        default:
+            break
+        }
         guard let kind = outcome.event else { return nil }
         return TaskEvent(
             taskID: record.id, rootID: record.rootID, kind: kind, at: now, attempt: record.attempt,

@@ -41,6 +41,8 @@ public enum ProgressionError: Error, Sendable, LocalizedError, CustomStringConve
     /// A store an executor or a job client cannot use: any ``TaskStore`` other than this package's (their write side,
     /// with fencing and claims, is the package's own). Such a store can still be read through the ``TaskStore`` API.
     case unsupportedStore(String)
+    /// A job's code awaited a job that is not one of its children (started with ``TaskContext/startChild(_:input:options:)``).
+    case notAChildJob(taskID: String, jobID: String)
 
     /// The description for people.
     public var errorDescription: String? { description }
@@ -81,7 +83,9 @@ public enum ProgressionError: Error, Sendable, LocalizedError, CustomStringConve
         case .invalidArgument(let detail):
             "Invalid argument: \(detail)"
         case .notResumable(let id, let reason):
-            "Task '\(id)' cannot sleep durably: \(reason)"
+            "Task '\(id)' cannot wait durably: \(reason)"
+        case .notAChildJob(let id, let job):
+            "Job '\(job)' is not a child job of task '\(id)': a job awaits only the children it started"
         case .unsupportedStore(let type):
             "Progression cannot run or enqueue jobs on a \(type): it needs a SQLiteTaskStore, an InMemoryTaskStore or a PostgresTaskStore"
         }

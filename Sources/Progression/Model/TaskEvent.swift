@@ -34,6 +34,11 @@ public struct TaskEvent: Sendable, Hashable, Codable {
         case scheduled
         /// The job gave its slot back until a time (a durable sleep): any worker continues it then.
         case sleeping
+        /// The job gave its slot back to wait for its child jobs, for other jobs or for a signal: any worker continues
+        /// it once that happened.
+        case waiting
+        /// A signal was sent to the job (its message names it).
+        case signaled
     }
 
     /// The store's sequence number; `nil` before it is stored.

@@ -63,6 +63,23 @@ public struct TaskRecord: Sendable, Hashable, Codable, Identifiable {
     public var total: Double?
     /// How fast its progress moves while it runs: a smoothed fraction of the whole task per second.
     public var rate: Double?
+    /// On a child job (started by another job's code with ``TaskContext/startChild(_:input:options:)``): the id of the
+    /// job that started it. `nil` for any other task.
+    public var parentJobID: String?
+    /// On the node of a parent job's tree that stands for a child job (its *link*): that child job's id. A link's
+    /// status, progress, step, result and error follow its child's, wherever the child runs.
+    public var childJobID: String?
+    /// What a waiting job waits for, for people: "3 child jobs", "jobs 3xjggyz2, 4ab7k2m1", "signal 'approve'";
+    /// `nil` unless it waits (see ``waitReason``).
+    public var waitingFor: String?
+    /// What a waiting job waits for, as the store and the tree keeper read it.
+    package var wait: JobWait?
+    /// While the job waits for its children: the progress its tree adds up to, raised as they report.
+    package var waitingProgress: Double?
+    /// On a link: what one unit of its child's progress adds to the parent's root while the parent waits.
+    package var share: Double?
+    /// On a link: whether the parent waits for this child now.
+    package var awaited = false
 
     /// A record; `rootID` defaults to the id for a root, `priority` to the options' priority, `updatedAt` to
     /// `createdAt`.
@@ -73,7 +90,8 @@ public struct TaskRecord: Sendable, Hashable, Codable, Identifiable {
         attempt: Int = 1, interruptions: Int = 0, errorType: String? = nil, errorDescription: String? = nil,
         result: Data? = nil, checkpoint: Data? = nil, ownerID: String? = nil,
         priority: Int? = nil, createdAt: Date, startedAt: Date? = nil, updatedAt: Date? = nil,
-        finishedAt: Date? = nil, nextAttemptAt: Date? = nil, total: Double? = nil, rate: Double? = nil
+        finishedAt: Date? = nil, nextAttemptAt: Date? = nil, total: Double? = nil, rate: Double? = nil,
+        parentJobID: String? = nil, childJobID: String? = nil, waitingFor: String? = nil
     ) {
         self.id = id
         self.parentID = parentID
@@ -103,6 +121,9 @@ public struct TaskRecord: Sendable, Hashable, Codable, Identifiable {
         self.nextAttemptAt = nextAttemptAt
         self.total = total
         self.rate = rate
+        self.parentJobID = parentJobID
+        self.childJobID = childJobID
+        self.waitingFor = waitingFor
     }
 
     /// Whether the task is a root (it has no parent).
@@ -111,7 +132,9 @@ public struct TaskRecord: Sendable, Hashable, Codable, Identifiable {
     /// What a root that waits for a time (``nextAttemptAt``) waits for; `nil` when it waits for none (or is not a
     /// pending or paused root).
     public var waitReason: WaitReason? {
-        guard isRoot, nextAttemptAt != nil, status == .pending || status == .paused else { return nil }
+        guard isRoot, status == .pending || status == .paused else { return nil }
+        if wait != nil { return .waiting }
+        guard nextAttemptAt != nil else { return nil }
         if errorDescription != nil { return .retry }
         return startedAt == nil ? .runAt : .sleep
     }
@@ -124,10 +147,13 @@ public struct TaskRecord: Sendable, Hashable, Codable, Identifiable {
         case retry = "retrying"
         /// Its code slept (``TaskContext/sleep(until:name:)``) and gave its slot back until then: it is *sleeping*.
         case sleep = "sleeping"
+        /// It gave its slot back to wait for its child jobs, for other jobs (``JobOptions/after``) or for a signal:
+        /// it is *waiting* (``TaskRecord/waitingFor`` says for what).
+        case waiting
     }
 
-    /// The status as people read it: a pending root that waits for a time says why (`scheduled`, `retrying`,
-    /// `sleeping`); otherwise the status.
+    /// The status as people read it: a pending root that waits says why (`scheduled`, `retrying`, `sleeping`,
+    /// `waiting`); otherwise the status.
     public var displayStatus: String {
         if status == .pending, let waitReason { return waitReason.rawValue }
         return status.rawValue
@@ -135,7 +161,13 @@ public struct TaskRecord: Sendable, Hashable, Codable, Identifiable {
 
     /// The estimated time until the task completes, from its progress and rate: `nil` unless it runs and moves.
     public var estimatedTimeRemaining: Duration? {
-        TaskProgressEstimate.remaining(progress: progress, rate: rate, status: status)
+        TaskProgressEstimate.remaining(progress: progress, rate: rate, status: isWaitingForChildren ? .running : status)
+    }
+
+    /// Whether the job waits for its child jobs (its progress moves with theirs meanwhile).
+    var isWaitingForChildren: Bool {
+        if case .children? = wait, status == .pending { return true }
+        return false
     }
 }
 

@@ -64,6 +64,10 @@ package struct BatchFence: Sendable {
         var roots: Set<String> = checksRootsInTheirUpdates ? [] : Set(guards.keys)
         if batch.owner != nil {
             for record in batch.inserts where !inserted.contains(record.rootID) { roots.insert(record.rootID) }
+            // A child job is inserted with its parent's tree, while the parent's root has the owner.
+            for record in batch.inserts {
+                if let parent = record.parentJobID, record.isRoot, !inserted.contains(parent) { roots.insert(parent) }
+            }
             for update in batch.updates where !inserted.contains(update.record.rootID) {
                 if checksRootsInTheirUpdates && update.record.isRoot { continue }
                 roots.insert(update.record.rootID)
@@ -106,6 +110,13 @@ package struct BatchFence: Sendable {
     /// Whether the batch writes this row (an insert, or an update of a row that exists).
     package func writes(_ record: TaskRecord) -> Bool {
         !fencedRoots.contains(record.rootID)
+    }
+
+    /// Whether the batch inserts this row: as ``writes(_:)``, and a child job only while its parent's root has the
+    /// batch's owner (a parent another executor took does not start children here).
+    package func inserts(_ record: TaskRecord) -> Bool {
+        if record.isRoot, let parent = record.parentJobID, fencedRoots.contains(parent) { return false }
+        return writes(record)
     }
 
     /// The fenced roots that were this owner's to write, not roots queued unowned that another worker took first

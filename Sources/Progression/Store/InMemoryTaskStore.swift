@@ -22,6 +22,11 @@ public actor InMemoryTaskStore: TaskStoreBackend {
         var children: [ChildKey: String] = [:]
         var idempotency: [String: String] = [:]
         var byRoot: [String: Set<String>] = [:]
+        /// Job trees: the link of each child job, dependencies, signals, and the tree keeper's queue (in order).
+        var links: [String: String] = [:]
+        var dependencies: [JobDependency] = []
+        var signals: [JobSignalRecord] = []
+        var treeQueue: [TreeChange] = []
         /// The tasks the running transaction touched, as they were before it (`nil`: absent): its undo log.
         var journal: [String: (record: TaskRecord?, sequence: Int?)] = [:]
 
@@ -36,6 +41,7 @@ public actor InMemoryTaskStore: TaskStoreBackend {
             sequence[id] = nil
             if let parent = task.parentID { children[ChildKey(parent: parent, name: task.name, occurrence: task.occurrence)] = nil }
             if let kind = task.kind, let key = task.idempotencyKey { idempotency[kind + "\u{0}" + key] = nil }
+            if let child = task.childJobID { links[child] = nil }
             byRoot[task.rootID]?.remove(id)
             if byRoot[task.rootID]?.isEmpty == true { byRoot[task.rootID] = nil }
         }
@@ -85,7 +91,7 @@ public actor InMemoryTaskStore: TaskStoreBackend {
             }
             fence.decide(holders: holders)
             for record in batch.inserts {
-                guard fence.writes(record) else {
+                guard fence.inserts(record) else {
                     rejected.append(record.id)
                     continue
                 }
@@ -108,6 +114,8 @@ public actor InMemoryTaskStore: TaskStoreBackend {
                 try Self.put(stored, into: &state)
             }
             try Self.append(BatchFence.events(of: batch, skipping: rejected + conflicting), to: &state)
+            let refused = Set(rejected)
+            Self.queueTreeChanges(of: batch, written: { !refused.contains($0) }, into: &state)
             return TaskBatchResult(rejectedTaskIDs: rejected, conflictingTaskIDs: conflicting)
         }
     }
@@ -115,14 +123,34 @@ public actor InMemoryTaskStore: TaskStoreBackend {
     package func change(_ request: TaskChangeRequest) throws -> TaskChangeResult {
         try transaction { state in
             switch try request.plan(over: Self.subtree(of: request.taskID, in: state), path: nil) {
-            case .delete(let nodes, let result):
-                let ids = Set(nodes.map(\.id))
+            case .delete(let nodes, var result):
+                var ids = Set(nodes.map(\.id))
+                if let top = nodes.first, top.isRoot {
+                    var removedJobs = [top.id]
+                    var links = nodes.compactMap(\.childJobID)
+                    while let child = links.popLast() {
+                        guard let record = state.tasks[child], record.isRoot else { continue }
+                        let tree = Self.subtree(of: child, in: state)
+                        ids.formUnion(tree.map(\.id))
+                        result.deleted += tree.count
+                        links += tree.compactMap(\.childJobID)
+                        removedJobs.append(child)
+                    }
+                    for job in removedJobs {
+                        state.dependencies.removeAll { $0.jobID == job }
+                        state.signals.removeAll { $0.jobID == job }
+                        if state.dependencies.contains(where: { $0.dependsOn == job }) {
+                            Self.queue([TreeChange(job, .dependents)], into: &state)
+                        }
+                    }
+                }
                 for id in ids { state.remove(id) }
                 state.events.removeAll { ids.contains($0.taskID) }
                 return result
             case .write(let batch, var result):
                 for update in batch.updates { try Self.put(update.record, into: &state) }
                 try Self.append(batch.events, to: &state)
+                Self.queueTreeChanges(of: batch, written: { _ in true }, into: &state)
                 result.after = state.tasks[result.before.id]
                 return result
             }
@@ -443,6 +471,152 @@ public actor InMemoryTaskStore: TaskStoreBackend {
         return statistics
     }
 
+    // MARK: Job trees
+
+    private static func queueTreeChanges(of batch: TaskBatch, written: (String) -> Bool, into state: inout State) {
+        var (changes, finished) = batch.impliedTreeChanges(written: written)
+        for id in finished where state.dependencies.contains(where: { $0.dependsOn == id }) {
+            changes.append(TreeChange(id, .dependents))
+        }
+        queue(changes, into: &state)
+    }
+
+    private static func queue(_ changes: [TreeChange], into state: inout State) {
+        for change in changes where !state.treeQueue.contains(change) { state.treeQueue.append(change) }
+    }
+
+    package func insert(_ tasks: [TaskRecord], events: [TaskEvent], dependencies: [JobDependency]) throws {
+        try transaction { state in
+            for task in tasks {
+                guard state.tasks[task.id] == nil else {
+                    throw TaskStoreError(.conflict, message: "a task with id '\(task.id)' exists")
+                }
+                try Self.put(task, into: &state)
+            }
+            try Self.append(events, to: &state)
+            for dependency in dependencies {
+                guard let target = state.tasks[dependency.dependsOn] else {
+                    throw JobDependencyError.unknownJob(dependency.dependsOn)
+                }
+                guard target.isRoot else { throw JobDependencyError.notAJob(dependency.dependsOn) }
+                if !state.dependencies.contains(dependency) { state.dependencies.append(dependency) }
+            }
+            let waiting = Set(dependencies.map(\.jobID))
+            Self.queue(tasks.filter { waiting.contains($0.id) }.map { TreeChange($0.id, .recount) }, into: &state)
+        }
+    }
+
+    package func resolveJobTrees(at now: Date, limit: Int) throws -> Int {
+        try transaction { state in
+            let changes = Array(state.treeQueue.prefix(max(1, limit)))
+            guard !changes.isEmpty else { return 0 }
+            let plan = try JobTreeKeeper.plan(changes, reader: Reader(state: state), now: now)
+            state.treeQueue.removeFirst(changes.count)
+            let batch = plan.batch
+            for update in batch.updates {
+                guard var stored = state.tasks[update.record.id] else { continue }
+                update.columns.copy(from: update.record, into: &stored)
+                try Self.put(stored, into: &state)
+            }
+            try Self.append(batch.events, to: &state)
+            let present = Set(state.tasks.keys)
+            Self.queueTreeChanges(of: batch, written: { present.contains($0) }, into: &state)
+            return changes.count
+        }
+    }
+
+    package func sendSignal(to jobID: String, name: String, payload: Data?, at date: Date) throws -> JobSignalRecord {
+        try transaction { state in
+            var job = try JobSignalRecord.check(state.tasks[jobID], id: jobID, name: name)
+            let signal = JobSignalRecord(
+                sequence: (state.signals.map(\.sequence).max() ?? 0) + 1, jobID: jobID, name: name, payload: payload,
+                sentAt: date.roundedToMilliseconds)
+            state.signals.append(signal)
+            try Self.append([JobSignalRecord.sentEvent(to: job, name: name, at: date)], to: &state)
+            if job.wait == .signal(name), job.ownerID == nil {
+                job.releaseWait(at: date)
+                try Self.put(job, into: &state)
+            }
+            return signal
+        }
+    }
+
+    package func takeSignal(job jobID: String, name: String, step: String, owner: String, at date: Date) throws
+        -> JobSignalRecord?
+    {
+        try transaction { state in
+            guard state.tasks[jobID]?.ownerID == owner else {
+                throw TaskStoreError(.conflict, message: "job '\(jobID)' is no longer held by owner '\(owner)'")
+            }
+            if let taken = state.signals.first(where: { $0.jobID == jobID && $0.name == name && $0.consumedBy == step }) {
+                return taken
+            }
+            guard let index = state.signals.firstIndex(where: { $0.jobID == jobID && $0.name == name && $0.consumedBy == nil })
+            else { return nil }
+            state.signals[index].consumedBy = step
+            state.signals[index].consumedAt = date.roundedToMilliseconds
+            return state.signals[index]
+        }
+    }
+
+    package func signals(of jobID: String) -> [JobSignalRecord] {
+        state.signals.filter { $0.jobID == jobID }
+    }
+
+    package func dependencies(of jobID: String) -> [JobDependency] {
+        state.dependencies.filter { $0.jobID == jobID }.sorted { $0.dependsOn < $1.dependsOn }
+    }
+
+    package func dependents(of jobID: String) -> [JobDependency] {
+        state.dependencies.filter { $0.dependsOn == jobID }.sorted { $0.jobID < $1.jobID }
+    }
+
+    package func tasks(ids: [String]) -> [TaskRecord] {
+        ids.compactMap { state.tasks[$0] }
+    }
+
+    /// The tree keeper's reads of the store's state.
+    private struct Reader: JobTreeReading {
+        let state: State
+
+        func records(_ ids: [String]) -> [TaskRecord] { ids.compactMap { state.tasks[$0] } }
+
+        func links(ofChildren ids: [String]) -> [TaskRecord] {
+            ids.compactMap { state.links[$0].flatMap { state.tasks[$0] } }
+        }
+
+        func links(inTreesOf roots: [String]) -> [TaskRecord] {
+            roots.flatMap { root in
+                (state.byRoot[root] ?? []).compactMap { state.tasks[$0] }.filter(\.isLink).sorted { $0.id < $1.id }
+            }
+        }
+
+        func subtrees(of ids: [String]) -> [String: [TaskRecord]] {
+            var trees: [String: [TaskRecord]] = [:]
+            for id in ids where state.tasks[id] != nil { trees[id] = InMemoryTaskStore.subtree(of: id, in: state) }
+            return trees
+        }
+
+        func dependencies(ofJobs ids: [String]) -> [JobDependency] {
+            let wanted = Set(ids)
+            return state.dependencies.filter { wanted.contains($0.jobID) }
+        }
+
+        func dependents(of ids: [String]) -> [JobDependency] {
+            let wanted = Set(ids)
+            return state.dependencies.filter { wanted.contains($0.dependsOn) }
+        }
+
+        func awaitedLinks(of root: String) -> [(id: String, finished: Bool)] {
+            (state.byRoot[root] ?? []).compactMap { state.tasks[$0] }.filter(\.awaited).sorted { $0.id < $1.id }
+                .map { ($0.id, $0.status.isFinished) }
+        }
+
+        func hasSignalToTake(job: String, name: String) -> Bool {
+            state.signals.contains { $0.jobID == job && $0.name == name && $0.consumedBy == nil }
+        }
+    }
+
     // MARK: Rules
 
     /// Runs `body` as a transaction: when it throws, the tasks it touched are put back as they were (an undo log,
@@ -451,6 +625,7 @@ public actor InMemoryTaskStore: TaskStoreBackend {
         let eventCount = state.events.count
         let controlCount = state.controls.count
         let owners = state.owners
+        let (dependencies, signals, treeQueue) = (state.dependencies, state.signals, state.treeQueue)
         state.journal.removeAll(keepingCapacity: true)
         do {
             let value = try body(&state)
@@ -469,6 +644,7 @@ public actor InMemoryTaskStore: TaskStoreBackend {
             if state.events.count > eventCount { state.events.removeSubrange(eventCount...) }
             if state.controls.count > controlCount { state.controls.removeSubrange(controlCount...) }
             state.owners = owners
+            (state.dependencies, state.signals, state.treeQueue) = (dependencies, signals, treeQueue)
             throw error
         }
     }
@@ -527,6 +703,7 @@ public actor InMemoryTaskStore: TaskStoreBackend {
             state.children[ChildKey(parent: parent, name: task.name, occurrence: task.occurrence)] = task.id
         }
         if let kind = task.kind, let key = task.idempotencyKey { state.idempotency[kind + "\u{0}" + key] = task.id }
+        if let child = task.childJobID { state.links[child] = task.id }
         state.byRoot[task.rootID, default: []].insert(task.id)
     }
 

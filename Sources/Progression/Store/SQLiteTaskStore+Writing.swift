@@ -39,7 +39,7 @@ extension SQLiteTaskStore {
     /// Writes a batch in the open transaction, fenced by ``BatchFence``: the holders of the roots of its subtasks are
     /// read first, a root's own row is checked in its update (the write transaction excludes every other writer until
     /// it ends, so both see the same rows).
-    func apply(_ batch: TaskBatch, connection: SQLiteConnection) throws -> TaskBatchResult {
+    func apply(_ batch: TaskBatch, connection: SQLiteConnection, at now: Date = Date()) throws -> TaskBatchResult {
         var rejected: [String] = []
         var conflicting: [String] = []
         var fence = BatchFence(batch, checksRootsInTheirUpdates: true)
@@ -59,7 +59,7 @@ extension SQLiteTaskStore {
         if !batch.inserts.isEmpty {
             let insert = try connection.cachedStatement(Self.insertSQL + " ON CONFLICT DO NOTHING")
             for record in batch.inserts {
-                guard fence.writes(record) else {
+                guard fence.inserts(record) else {
                     rejected.append(record.id)
                     continue
                 }
@@ -91,6 +91,12 @@ extension SQLiteTaskStore {
             if connection.changes == 0 { rejected.append(update.record.id) }
         }
         try insertEvents(BatchFence.events(of: batch, skipping: rejected + conflicting), connection: connection)
+        if !rejected.isEmpty {
+            let refused = Set(rejected)
+            try queueTreeChanges(of: batch, written: { !refused.contains($0) }, at: now, connection: connection)
+        } else {
+            try queueTreeChanges(of: batch, written: { _ in true }, at: now, connection: connection)
+        }
         return TaskBatchResult(rejectedTaskIDs: rejected, conflictingTaskIDs: conflicting)
     }
 
@@ -109,14 +115,34 @@ extension SQLiteTaskStore {
     package func change(_ request: TaskChangeRequest) async throws -> TaskChangeResult {
         try await write { connection in
             switch try request.plan(over: try subtree(of: request.taskID, connection: connection), path: path) {
-            case .delete(let nodes, let result):
+            case .delete(let nodes, var result):
                 try delete(nodes, connection: connection)
+                if let top = nodes.first, top.isRoot {
+                    result.deleted += try deleteChildJobs(of: nodes, connection: connection, at: request.at)
+                    try deleteJobTreeRows(of: top.id, at: request.at, connection: connection)
+                }
                 return result
             case .write(let batch, let result):
-                _ = try apply(batch, connection: connection)
+                _ = try apply(batch, connection: connection, at: request.at)
                 return result
             }
         }
+    }
+
+    /// Deletes the child jobs of a removed tree (`nodes`), with their own trees, children, history, dependencies and
+    /// signals, whatever their status (an executor that still runs one finds its writes refused and stops it). Returns
+    /// how many tasks it deleted.
+    private func deleteChildJobs(of nodes: [TaskRecord], connection: SQLiteConnection, at now: Date) throws -> Int {
+        var deleted = 0
+        for childID in nodes.compactMap(\.childJobID) {
+            let tree = try subtree(of: childID, connection: connection)
+            guard let top = tree.first, top.isRoot else { continue }
+            try delete(tree, connection: connection)
+            deleted += tree.count
+            deleted += try deleteChildJobs(of: tree, connection: connection, at: now)
+            try deleteJobTreeRows(of: childID, at: now, connection: connection)
+        }
+        return deleted
     }
 
     /// Deletes nodes (a subtree in tree order) and their history.

@@ -7,7 +7,7 @@ import Foundation
 /// (``FleetStore``). Every method that writes is one transaction: it happens whole or not at all. A store that wraps
 /// another implements ``TaskStoreForwarding`` instead of forwarding each method.
 package protocol TaskStoreBackend: TaskStore, TaskWriting, OwnerRegistry, ControlRequestQueue, StoreHousekeeping,
-    FleetStore
+    FleetStore, JobTreeStore
 {}
 
 /// What the executor writes: new tasks, its batches, lifecycle changes, claims.
@@ -143,11 +143,15 @@ package struct TaskColumns: OptionSet, Sendable, Hashable {
     package static let total = TaskColumns(rawValue: 1 << 15)
     package static let rate = TaskColumns(rawValue: 1 << 16)
     package static let options = TaskColumns(rawValue: 1 << 17)
+    /// `wait`, `waiting_for` and `waiting_progress`: what a root waits for (job trees).
+    package static let waiting = TaskColumns(rawValue: 1 << 18)
+    /// `share` and `awaited`: how a link counts in its waiting parent.
+    package static let link = TaskColumns(rawValue: 1 << 19)
 
     /// Every column that changes after creation.
     package static let all: TaskColumns = [
         .status, .progress, .step, .weight, .attempt, .interruptions, .error, .result, .checkpoint, .owner, .priority,
-        .startedAt, .updatedAt, .finishedAt, .nextAttemptAt, .total, .rate, .options,
+        .startedAt, .updatedAt, .finishedAt, .nextAttemptAt, .total, .rate, .options, .waiting, .link,
     ]
     /// What a progress report changes.
     package static let report: TaskColumns = [.progress, .step, .updatedAt, .rate, .total]
@@ -173,6 +177,10 @@ package struct TaskColumns: OptionSet, Sendable, Hashable {
         if old.total != new.total { columns.insert(.total) }
         if old.rate != new.rate { columns.insert(.rate) }
         if old.options != new.options { columns.insert(.options) }
+        if old.wait != new.wait || old.waitingFor != new.waitingFor || old.waitingProgress != new.waitingProgress {
+            columns.insert(.waiting)
+        }
+        if old.share != new.share || old.awaited != new.awaited { columns.insert(.link) }
         return columns
     }
 
@@ -199,6 +207,15 @@ package struct TaskColumns: OptionSet, Sendable, Hashable {
         if contains(.total) { target.total = source.total }
         if contains(.rate) { target.rate = source.rate }
         if contains(.options) { target.options = source.options }
+        if contains(.waiting) {
+            target.wait = source.wait
+            target.waitingFor = source.waitingFor
+            target.waitingProgress = source.waitingProgress
+        }
+        if contains(.link) {
+            target.share = source.share
+            target.awaited = source.awaited
+        }
     }
 }
 
@@ -228,14 +245,20 @@ package struct TaskBatch: Sendable, Hashable {
     package var events: [TaskEvent]
     /// When set, only rows held by this owner (or new rows) are written.
     package var owner: String?
+    /// Work for the tree keeper that the writer knows of (a parent's end, pause or resume to carry to its children, a
+    /// job that began to wait), queued with the batch. The store adds what it finds itself
+    /// (``impliedTreeChanges(written:)``).
+    package var treeChanges: [TreeChange]
 
     package init(
-        inserts: [TaskRecord] = [], updates: [TaskUpdate] = [], events: [TaskEvent] = [], owner: String? = nil
+        inserts: [TaskRecord] = [], updates: [TaskUpdate] = [], events: [TaskEvent] = [], owner: String? = nil,
+        treeChanges: [TreeChange] = []
     ) {
         self.inserts = inserts
         self.updates = updates
         self.events = events
         self.owner = owner
+        self.treeChanges = treeChanges
     }
 
     /// Whole records written over stored rows (every changeable column): for tests and tools.
@@ -243,7 +266,7 @@ package struct TaskBatch: Sendable, Hashable {
         self.init(updates: records.map { TaskUpdate($0, columns: .all) }, events: events, owner: owner)
     }
 
-    package var isEmpty: Bool { inserts.isEmpty && updates.isEmpty && events.isEmpty }
+    package var isEmpty: Bool { inserts.isEmpty && updates.isEmpty && events.isEmpty && treeChanges.isEmpty }
 }
 
 /// What a batch did not write.
@@ -341,8 +364,15 @@ extension TaskChangeRequest {
         // Descendants of a cancelled task end with it; a job run now stops sleeping.
         let cascade = try TaskUpdate.cascade(of: transition, over: nodes.dropFirst(), at: at)
         let updates = [TaskUpdate(after, columns: TaskColumns.changed(from: before, to: after))] + cascade
+        // A job with child jobs: its end, pause or resume reaches them (the tree keeper carries it out).
+        var treeChanges: [TreeChange] = []
+        if before.isRoot, nodes.contains(where: \.isLink),
+            let action = TreeChange.cascade(from: before.status, to: after.status)
+        {
+            treeChanges.append(TreeChange(before.id, action))
+        }
         return .write(
-            TaskBatch(updates: updates, events: event.map { [$0] } ?? []),
+            TaskBatch(updates: updates, events: event.map { [$0] } ?? [], treeChanges: treeChanges),
             TaskChangeResult(before: before, after: after, cascaded: cascade.count))
     }
 }

@@ -159,3 +159,36 @@ extension TaskStoreForwarding {
         try await forward(.write) { try await $0.forgetIdleOwners(ids) }
     }
 }
+
+// MARK: JobTreeStore
+
+extension TaskStoreForwarding {
+    package func insert(_ tasks: [TaskRecord], events: [TaskEvent], dependencies: [JobDependency]) async throws {
+        try await forward(.write) { try await $0.insert(tasks, events: events, dependencies: dependencies) }
+    }
+    package func resolveJobTrees(at now: Date, limit: Int) async throws -> Int {
+        try await forward(.write) { try await $0.resolveJobTrees(at: now, limit: limit) }
+    }
+    package func sendSignal(to jobID: String, name: String, payload: Data?, at date: Date) async throws
+        -> JobSignalRecord
+    {
+        try await forward(.write) { try await $0.sendSignal(to: jobID, name: name, payload: payload, at: date) }
+    }
+    package func takeSignal(job: String, name: String, step: String, owner: String, at date: Date) async throws
+        -> JobSignalRecord?
+    {
+        try await forward(.write) { try await $0.takeSignal(job: job, name: name, step: step, owner: owner, at: date) }
+    }
+    package func signals(of jobID: String) async throws -> [JobSignalRecord] {
+        try await forward(.read) { try await $0.signals(of: jobID) }
+    }
+    package func dependencies(of jobID: String) async throws -> [JobDependency] {
+        try await forward(.read) { try await $0.dependencies(of: jobID) }
+    }
+    package func dependents(of jobID: String) async throws -> [JobDependency] {
+        try await forward(.read) { try await $0.dependents(of: jobID) }
+    }
+    package func tasks(ids: [String]) async throws -> [TaskRecord] {
+        try await forward(.read) { try await $0.tasks(ids: ids) }
+    }
+}

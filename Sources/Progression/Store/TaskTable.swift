@@ -31,6 +31,8 @@ package enum TaskTableColumn: Int, CaseIterable, Sendable {
     case id, parentID, rootID, name, occurrence, kind, input, idempotencyKey, options, status, progress, step, weight
     case attempt, interruptions, errorType, errorDescription, result, checkpoint, ownerID, leaseExpiresAt, priority
     case createdAt, startedAt, updatedAt, finishedAt, nextAttemptAt, total, rate
+    // Migration 0005: job trees.
+    case parentJobID, childJobID, wait, waitingFor, waitingProgress, share, awaited
 
     /// Its SQL name.
     package var name: String {
@@ -64,6 +66,13 @@ package enum TaskTableColumn: Int, CaseIterable, Sendable {
         case .nextAttemptAt: "next_attempt_at"
         case .total: "total"
         case .rate: "rate"
+        case .parentJobID: "parent_job_id"
+        case .childJobID: "child_job_id"
+        case .wait: "wait"
+        case .waitingFor: "waiting_for"
+        case .waitingProgress: "waiting_progress"
+        case .share: "share"
+        case .awaited: "awaited"
         }
     }
 
@@ -71,11 +80,11 @@ package enum TaskTableColumn: Int, CaseIterable, Sendable {
     package var type: StoredType {
         switch self {
         case .id, .parentID, .rootID, .name, .kind, .idempotencyKey, .options, .status, .step, .errorType,
-            .errorDescription, .ownerID:
+            .errorDescription, .ownerID, .parentJobID, .childJobID, .wait, .waitingFor:
             .text
-        case .occurrence, .attempt, .interruptions, .priority: .int4
+        case .occurrence, .attempt, .interruptions, .priority, .awaited: .int4
         case .leaseExpiresAt, .createdAt, .startedAt, .updatedAt, .finishedAt, .nextAttemptAt: .int8
-        case .progress, .weight, .total, .rate: .float8
+        case .progress, .weight, .total, .rate, .waitingProgress, .share: .float8
         case .input, .result, .checkpoint: .bytea
         }
     }
@@ -84,8 +93,11 @@ package enum TaskTableColumn: Int, CaseIterable, Sendable {
     /// inserted, never after.
     package var changeable: TaskColumns? {
         switch self {
-        case .id, .parentID, .rootID, .name, .occurrence, .kind, .input, .idempotencyKey, .leaseExpiresAt, .createdAt:
+        case .id, .parentID, .rootID, .name, .occurrence, .kind, .input, .idempotencyKey, .leaseExpiresAt, .createdAt,
+            .parentJobID, .childJobID:
             nil
+        case .wait, .waitingFor, .waitingProgress: .waiting
+        case .share, .awaited: .link
         case .options: .options
         case .status: .status
         case .progress: .progress
@@ -142,6 +154,13 @@ package enum TaskTableColumn: Int, CaseIterable, Sendable {
         case .nextAttemptAt: StoredValue(record.nextAttemptAt)
         case .total: StoredValue(record.total)
         case .rate: StoredValue(record.rate)
+        case .parentJobID: StoredValue(record.parentJobID)
+        case .childJobID: StoredValue(record.childJobID)
+        case .wait: StoredValue(record.wait?.storedText)
+        case .waitingFor: StoredValue(record.waitingFor)
+        case .waitingProgress: StoredValue(record.waitingProgress)
+        case .share: StoredValue(record.share)
+        case .awaited: StoredValue(record.awaited ? 1 : 0)
         }
     }
 
@@ -218,6 +237,11 @@ extension TaskRecord {
         guard let createdAt = try date(.createdAt), let updatedAt = try date(.updatedAt) else {
             throw corrupt("it has no creation or update time")
         }
+        var wait: JobWait?
+        if let text = try text(.wait) {
+            guard let parsed = JobWait(storedText: text) else { throw corrupt("unknown wait '\(text)'") }
+            wait = parsed
+        }
         self.init(
             id: id, parentID: try text(.parentID), rootID: try required(text(.rootID), .rootID),
             name: try required(text(.name), .name), occurrence: try int(.occurrence), kind: try text(.kind),
@@ -227,6 +251,11 @@ extension TaskRecord {
             errorDescription: try text(.errorDescription), result: try blob(.result), checkpoint: try blob(.checkpoint),
             ownerID: try text(.ownerID), priority: try int(.priority), createdAt: createdAt,
             startedAt: try date(.startedAt), updatedAt: updatedAt, finishedAt: try date(.finishedAt),
-            nextAttemptAt: try date(.nextAttemptAt), total: try real(.total), rate: try real(.rate))
+            nextAttemptAt: try date(.nextAttemptAt), total: try real(.total), rate: try real(.rate),
+            parentJobID: try text(.parentJobID), childJobID: try text(.childJobID), waitingFor: try text(.waitingFor))
+        self.wait = wait
+        waitingProgress = try real(.waitingProgress)
+        share = try real(.share)
+        awaited = (try row.integerCell(at: index(.awaited)) ?? 0) != 0
     }
 }

@@ -31,12 +31,16 @@ package enum JobPage {
             ("Updated", "\(Format.time(task.updatedAt))"),
             ("Finished", "\(Format.time(task.finishedAt))"),
         ]
-        if let next = task.nextAttemptAt {
+        if task.waitReason == .waiting {
+            facts.append(("Waiting for", "\(task.waitingFor ?? "-")"))
+        }
+        if let next = task.nextAttemptAt, next < JobOptions.latestRunAt {
             let label =
                 switch task.waitReason {
                 case .runAt: "Runs at"
                 case .retry: "Retries at"
                 case .sleep: "Wakes at"
+                case .waiting: "Waits until"
                 case nil: "Next attempt"
                 }
             facts.append((label, "\(Format.time(next))"))

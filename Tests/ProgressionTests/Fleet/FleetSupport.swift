@@ -14,6 +14,8 @@ struct SharedDatabase: Sendable {
     let kind: StoreKind
     let directory: TemporaryDirectory
     private let memory: InMemoryTaskStore?
+    /// The stores opened, closed by ``closeAll()`` (a PostgreSQL store holds connections until it is closed).
+    private let opened = Opened()
     #if PostgreSQL
     private let postgres: PostgresTaskStore.Configuration?
     #endif
@@ -35,9 +37,28 @@ struct SharedDatabase: Sendable {
     func open() throws -> any TaskStoreBackend {
         if let memory { return memory }
         #if PostgreSQL
-        if let postgres { return try PostgresTaskStore.start(configuration: postgres) }
+        if let postgres {
+            let store = try PostgresTaskStore.start(configuration: postgres)
+            opened.stores.withLock { $0.append(store) }
+            return store
+        }
         #endif
         return try SQLiteTaskStore(path: directory.file("fleet.sqlite"))
+    }
+
+    /// Closes the PostgreSQL stores opened so far (their connections count against the test server's limit).
+    func closeAll() async {
+        #if PostgreSQL
+        let stores = opened.stores.withLock { stores in
+            defer { stores.removeAll() }
+            return stores
+        }
+        for store in stores { await (store as? PostgresTaskStore)?.close() }
+        #endif
+    }
+
+    final class Opened: Sendable {
+        let stores = Mutex<[any TaskStoreBackend]>([])
     }
 
     /// A worker on a connection of its own.

@@ -162,7 +162,7 @@ import Testing
         }
         try await executor.runEnded(id)
         let failed = try #require(executor.snapshot(of: id))
-        #expect(failed.status == .failed && failed.errorDescription?.contains("cannot sleep durably") == true)
+        #expect(failed.status == .failed && failed.errorDescription?.contains("cannot wait durably") == true)
         await executor.shutdown()
     }
 

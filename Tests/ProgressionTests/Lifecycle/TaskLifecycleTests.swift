@@ -116,6 +116,13 @@ struct TaskLifecycleTests {
             .suspend(until: later), by: .system, [.running: .to(.pending, .sleeping), .paused: .to(.paused, .sleeping)],
             otherwise: cannot("suspend it")),
         row(.suspend(until: later), root: false, by: .system, [:], otherwise: cannot("suspend it")),
+        // A durable wait for children, jobs or a signal hands the root back until the tree keeper releases it.
+        row(
+            .await(.children(all: true), description: "2 child jobs", until: later, progress: 0.5), by: .system,
+            [.running: .to(.pending, .waiting), .paused: .to(.paused, .waiting)], otherwise: cannot("wait it")),
+        row(
+            .await(.signal("go"), description: "the signal 'go'", until: later, progress: nil), root: false,
+            by: .system, [:], otherwise: cannot("wait it")),
         // Run now: only a pending or paused root that waits for a time (these records wait for none).
         row(
             .runNow,
@@ -177,6 +184,28 @@ struct TaskLifecycleTests {
             nextAttemptAt: Self.later)
         let cascade = try TaskUpdate.cascade(of: .runNow, over: [child], at: now)
         #expect(cascade.map(\.record.nextAttemptAt) == [now] && cascade.map(\.columns) == [[.nextAttemptAt, .updatedAt]])
+    }
+
+    /// A wait records what the job waits for and hands it to no owner; run now refuses it (it waits for no time), and
+    /// its start or end clears it.
+    @Test func aWaitWritesWhatItWaitsForAndItsEndClearsIt() throws {
+        var record = Self.record(status: .running, isRoot: true, options: Self.everything)
+        record.ownerID = "worker"
+        let now = Date(timeIntervalSince1970: 1_700_000_100)
+        let waiting = try #require(
+            try TaskLifecycle.apply(
+                .await(.jobs, description: "job a", until: JobWait.untilReleased, progress: 0.25), to: &record, now: now,
+                by: .system))
+        #expect(record.status == .pending && record.ownerID == nil && record.nextAttemptAt == JobWait.untilReleased)
+        #expect(record.wait == .jobs && record.waitingFor == "job a" && record.waitingProgress == 0.25)
+        #expect(record.waitReason == .waiting && record.displayStatus == "waiting")
+        #expect(waiting.kind == .waiting && waiting.message == "for job a")
+        #expect(throws: ProgressionError.self) {
+            try TaskLifecycle.apply(.runNow, to: &record, now: now, by: .operatorWithoutOwner)
+        }
+        try TaskLifecycle.apply(.cancel, to: &record, now: now, by: .operatorWithoutOwner)
+        #expect(record.wait == nil && record.waitingFor == nil && record.waitingProgress == nil)
+        #expect(record.waitReason == nil && record.displayStatus == "cancelled")
     }
 
     @Test(arguments: table)

@@ -46,7 +46,7 @@ struct TaskTableTests {
         #expect(
             TaskTableColumn.allCases.filter { $0.changeable == nil }
                 == [.id, .parentID, .rootID, .name, .occurrence, .kind, .input, .idempotencyKey, .leaseExpiresAt,
-                    .createdAt])
+                    .createdAt, .parentJobID, .childJobID])
     }
 
     /// Each column's value is the record's field, in the type of its column.
@@ -58,8 +58,14 @@ struct TaskTableTests {
             errorType: "E", errorDescription: "e", result: Data("out".utf8), checkpoint: Data("cp".utf8),
             ownerID: "o", priority: 7, createdAt: t0, startedAt: t0.addingTimeInterval(1),
             updatedAt: t0.addingTimeInterval(2), finishedAt: t0.addingTimeInterval(3),
-            nextAttemptAt: t0.addingTimeInterval(4), total: 10, rate: 0.25)
-        let values = TaskTableColumn.allCases.map { $0.value(of: record) { _ in "{}" } }
+            nextAttemptAt: t0.addingTimeInterval(4), total: 10, rate: 0.25, parentJobID: "p", childJobID: "c",
+            waitingFor: "w")
+        var linked = record
+        linked.wait = .children(all: false)
+        linked.waitingProgress = 0.125
+        linked.share = 0.5
+        linked.awaited = true
+        let values = TaskTableColumn.allCases.map { $0.value(of: linked) { _ in "{}" } }
         let ms = t0.storedMilliseconds
         #expect(
             values == [
@@ -67,7 +73,8 @@ struct TaskTableTests {
                 .text("key"), .text("{}"), .text("failed"), .real(0.5), .text("s"), .real(3), .integer(4),
                 .integer(5), .text("E"), .text("e"), .blob(Data("out".utf8)), .blob(Data("cp".utf8)), .text("o"),
                 .null, .integer(7), .integer(ms), .integer(ms + 1000), .integer(ms + 2000), .integer(ms + 3000),
-                .integer(ms + 4000), .real(10), .real(0.25),
+                .integer(ms + 4000), .real(10), .real(0.25), .text("p"), .text("c"), .text("children:any"),
+                .text("w"), .real(0.125), .real(0.5), .integer(1),
             ])
         for (column, value) in zip(TaskTableColumn.allCases, values) {
             switch (column.type, value) {

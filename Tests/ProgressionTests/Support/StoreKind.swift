@@ -36,6 +36,14 @@ enum StoreKind: String, CaseIterable, CustomTestStringConvertible, Sendable {
 
 import Testing
 
+/// Closes a store made by ``StoreKind/make(in:)`` that holds connections (PostgreSQL's count against the test
+/// server's limit).
+func close(_ store: any TaskStoreBackend) async {
+    #if PostgreSQL
+    await (store as? PostgresTaskStore)?.close()
+    #endif
+}
+
 /// A record with every optional field set, for round trips.
 func makeRecord(
     id: String, parent: TaskRecord? = nil, name: String? = nil, occurrence: Int = 0, status: TaskStatus = .pending,

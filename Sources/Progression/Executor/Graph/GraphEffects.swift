@@ -9,11 +9,14 @@ struct GraphEffects {
     var idleWaiters: [CheckedContinuation<Void, Never>] = []
     /// A deadline earlier than any the timer loop waited for was added: the loop must wake to wait for it.
     var wakesTimers = false
+    /// A root claimed here waits to be loaded by the next claim pass: the claim loop must look.
+    var wakesClaims = false
 
-    var isEmpty: Bool { idleWaiters.isEmpty && !wakesTimers }
+    var isEmpty: Bool { idleWaiters.isEmpty && !wakesTimers && !wakesClaims }
 
     static func += (left: inout GraphEffects, right: GraphEffects) {
         left.idleWaiters += right.idleWaiters
         left.wakesTimers = left.wakesTimers || right.wakesTimers
+        left.wakesClaims = left.wakesClaims || right.wakesClaims
     }
 }

@@ -30,6 +30,12 @@ struct GraphState {
     // What the writer stores next.
     var dirtyNodes: [TaskNode] = []
     var events: [TaskEvent] = []
+    /// Child jobs started by tasks of this executor: roots that the next batch inserts (unowned: any worker claims
+    /// them), with the links that stand for them in their parents' trees.
+    var newChildJobs: [TaskRecord] = []
+    /// The tree keeper's work this executor's changes queue: a parent's end, pause or resume to carry to its child
+    /// jobs, a job that began to wait.
+    var treeChanges: [TreeChange] = []
     var stagedNodes: [TaskNode] = []
     /// When the writer last took a batch: a report yields when the writer is behind.
     var lastBatchAt = Date()
@@ -137,6 +143,11 @@ struct GraphState {
         let event = try TaskLifecycle.apply(transition, to: &node.record, now: now, by: requester, message: message)
         let columns = TaskColumns.changed(from: before, to: node.record)
         if let event, !silent { append(event) }
+        if node.isRoot, !node.links.isEmpty,
+            let action = TreeChange.cascade(from: before.status, to: node.record.status)
+        {
+            treeChanges.append(TreeChange(node.record.id, action))
+        }
         markDirty(node, columns.union(.updatedAt))
         stage(node)
         return changeSequence

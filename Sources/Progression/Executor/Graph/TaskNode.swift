@@ -15,6 +15,18 @@ enum StopReason: Sendable, Equatable {
     case leaseLost
     /// A durable sleep: the root gives its slot back until the time, when any worker continues it.
     case sleeping(until: Date)
+    /// A durable wait for child jobs, other jobs or a signal: the root gives its slot back, and any worker continues it
+    /// once the tree keeper released it (or at `until`, a signal's timeout). `progress`: what its tree adds up to now,
+    /// which its children raise meanwhile.
+    case awaiting(JobWait, description: String, until: Date, progress: Double?)
+
+    /// Whether the root gives its slot back to be continued later by any worker (a durable sleep or wait).
+    var suspendsRoot: Bool {
+        switch self {
+        case .sleeping, .awaiting: true
+        default: false
+        }
+    }
 }
 
 /// The transition fields of a node as last committed: what snapshots show, since a transition is published only
@@ -128,8 +140,13 @@ final class TaskNode {
     var startsNewAttempt = false
     /// Resumed while no slot was free: its code waits (as if paused) until the run queue gives it one.
     var waitsForSlot = false
+    /// Claimed in the store by this executor while its previous run was still ending here (a wait released at once):
+    /// loaded afresh once that run has settled.
+    var reclaimed = false
     /// Subtasks created under this root, for their ids.
     var childCount = 0
+    /// The links of this root's tree (nodes standing for child jobs), by child job id.
+    var links: [String: NodeHandle] = [:]
 
     init(handle: NodeHandle, record: TaskRecord, sequence: Int64, stored: Bool) {
         self.handle = handle
@@ -139,6 +156,10 @@ final class TaskNode {
     }
 
     var isRoot: Bool { parent == nil }
+
+    /// Whether this node stands for a child job (its state follows the child's; this executor never writes it but
+    /// at its insert and its ``TaskRecord/share``/``TaskRecord/awaited`` when its root waits).
+    var isLink: Bool { record.childJobID != nil }
 
     /// The root of the node's tree.
     var root: TaskNode {

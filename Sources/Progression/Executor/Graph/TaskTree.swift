@@ -40,6 +40,7 @@ extension GraphState {
         if let number = TaskIdentifier.childNumber(record.id, root: root.record.id) {
             root.childCount = max(root.childCount, number)
         }
+        if let child = record.childJobID { root.links[child] = node.handle }
         return node
     }
 
@@ -52,6 +53,7 @@ extension GraphState {
         parent.childIndex[record.name, default: [:]][record.occurrence] = node
         nodes[node.handle] = node
         handles[record.id] = node.handle
+        if let child = record.childJobID { node.root.links[child] = node.handle }
         return node
     }
 

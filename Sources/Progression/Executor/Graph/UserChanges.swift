@@ -81,7 +81,9 @@ extension GraphState {
         _ = try TaskLifecycle.outcome(
             of: .cancel, status: node.record.status, options: node.record.options, isRoot: node.isRoot,
             hasKind: node.record.kind != nil, taskID: node.record.id, by: .user)
-        if node.execution != nil || node.phase == .running || node.phase == .suspended {
+        // A root whose code has ended to sleep or wait (its end not settled yet) is cancelled as a root with no code.
+        let codeEnded = node.isRoot && node.execution == nil && node.phase == .running && node.record.status != .running
+        if !codeEnded, node.execution != nil || node.phase == .running || node.phase == .suspended {
             return .stop(ExecutionEngine.stop(node, .cancelled))
         }
         let sequence = try transition(node, .cancel, by: .user, now: now)

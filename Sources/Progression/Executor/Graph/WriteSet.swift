@@ -21,11 +21,12 @@ extension GraphState {
     /// Returns `nil` (everything is committed) when nothing changed.
     mutating func takeBatch(now: Date, sampleInterval: TimeInterval, owner: String) -> TakenBatch? {
         lastBatchAt = now
-        guard !dirtyNodes.isEmpty || !events.isEmpty else {
+        guard !dirtyNodes.isEmpty || !events.isEmpty || !treeChanges.isEmpty || !newChildJobs.isEmpty else {
             // Nothing to write: everything changed so far is committed (who waits for it is resumed by the caller).
             return nil
         }
-        var batch = TaskBatch(owner: owner)
+        var batch = TaskBatch(owner: owner, treeChanges: treeChanges)
+        treeChanges.removeAll()
         var samples: [TaskEvent] = []
         for node in dirtyNodes {
             node.isInWriteSet = false
@@ -55,6 +56,11 @@ extension GraphState {
             }
         }
         dirtyNodes.removeAll(keepingCapacity: true)
+        if !newChildJobs.isEmpty {
+            // After their links (the inserts of their parents' trees), so that a store sees the parent's first.
+            batch.inserts += newChildJobs
+            newChildJobs.removeAll()
+        }
         // Transition and step events first, in the order they happened; samples after.
         batch.events = events + samples
         events.removeAll(keepingCapacity: true)
@@ -108,8 +114,14 @@ extension GraphState {
 
     /// A batch failed: its content goes back into the set (samples excepted), to be written with the next one.
     mutating func requeue(_ taken: TakenBatch, error: any Error, now: Date) {
+        treeChanges = taken.batch.treeChanges + treeChanges
         for record in taken.batch.inserts {
-            guard let node = node(id: record.id), !node.removed else { continue }
+            guard let node = node(id: record.id) else {
+                // A child job started here: inserted with the next batch.
+                if record.parentJobID != nil, record.isRoot { newChildJobs.append(record) }
+                continue
+            }
+            guard !node.removed else { continue }
             node.stored = false
             markDirty(node, .all)
         }
@@ -168,7 +180,9 @@ extension GraphState {
         }
     }
 
-    var hasPendingWrites: Bool { !dirtyNodes.isEmpty || !events.isEmpty || commits.hasWaiters }
+    var hasPendingWrites: Bool {
+        !dirtyNodes.isEmpty || !events.isEmpty || !treeChanges.isEmpty || !newChildJobs.isEmpty || commits.hasWaiters
+    }
 
     /// Someone waits for the next commit: a caller, or a root whose end is to be settled.
     var awaitsCommit: Bool { urgent || commits.hasWaiters || !endedRuns.isEmpty }
