@@ -59,7 +59,7 @@ struct ServeTests {
         #expect(ids.count == 300)
         let store = try SQLiteTaskStore(path: db)
         try await poll("the jobs to complete", timeout: .seconds(180)) {
-            try await store.countRoots(TaskQuery(statuses: [.completed])) == 300
+            try await store.countRoots(TaskQuery(statuses: [.completed], kind: "checksum")) == 300
         }
         // Each job logs its line before its completion is committed: they are all there now, once each.
         let logged = service.stderr.split(separator: "\n").filter { $0.contains("job completed") }

@@ -42,6 +42,11 @@ public struct TaskSnapshot: Identifiable, Sendable, Hashable, Codable {
     public var rate: Double?
     /// Its subtasks, in the order they were first pushed.
     public var children: [TaskSnapshot]
+    /// On a child job: the job that started it (see ``TaskRecord/parentJobID``).
+    public var parentJobID: String? = nil
+    /// On a node that stands for a child job (a link): that job's id (see ``TaskRecord/childJobID``). Its status,
+    /// progress and result are the child's, as last read.
+    public var childJobID: String? = nil
 
     /// Whether the task (or a task above it) is paused.
     public var isPaused: Bool { status == .paused }

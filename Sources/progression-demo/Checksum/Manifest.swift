@@ -31,7 +31,44 @@ struct Manifest: Sendable {
     }
 
     /// Writes the manifest atomically (a temporary file renamed over the old one).
+    ///
+    /// - Throws: ``ManifestPathError`` when `path` names something that is not a regular file (a device such as
+    ///   `/dev/null`, a pipe, a directory): a rename would replace it with a file.
     func write(to path: String) throws {
+        try Self.checkWritable(path)
         try Data(text.utf8).write(to: URL(fileURLWithPath: path), options: .atomic)
+    }
+
+    /// Throws unless a manifest may be written at `path`: nothing there yet, or a regular file (a symbolic link is
+    /// judged by what it points to, which is left as it is: the rename replaces the link).
+    static func checkWritable(_ path: String) throws {
+        var info = stat()
+        guard lstat(path, &info) == 0 else { return }  // nothing there: created
+        if (info.st_mode & S_IFMT) == S_IFLNK {
+            throw ManifestPathError(path: path, what: "a symbolic link (give the path it points to)")
+        }
+        guard (info.st_mode & S_IFMT) == S_IFREG else {
+            let what: String =
+                switch info.st_mode & S_IFMT {
+                case S_IFDIR: "a directory"
+                case S_IFCHR, S_IFBLK: "a device"
+                case S_IFIFO: "a pipe"
+                case S_IFSOCK: "a socket"
+                default: "not a regular file"
+                }
+            throw ManifestPathError(path: path, what: what)
+        }
+    }
+}
+
+/// A manifest path that names something a manifest must not replace.
+struct ManifestPathError: NonRetryableError, LocalizedError, CustomStringConvertible {
+    var path: String
+    var what: String
+
+    var errorDescription: String? { description }
+    var description: String {
+        "the manifest path '\(path)' is \(what), not a regular file: a manifest is written to a new file renamed "
+            + "into place, which would replace it"
     }
 }

@@ -6,6 +6,10 @@ import Synchronization
 /// `run`'s foreground part, as a service next to the executor: draws the job's progress (a tree redrawn in place at
 /// most 10 times a second on a terminal, a plain line at most once a second otherwise) until the job finishes or a
 /// graceful shutdown (Ctrl-C, SIGTERM) begins. Returning ends the group.
+///
+/// The job is read from the store: while it waits for its folders it holds no slot and is in no process's memory,
+/// and its folders may run in other processes (a `serve` on the same database). Files being read are drawn for the
+/// folders that run in this process.
 struct JobDriver: Service {
     let executor: TaskExecutor
     let jobID: String
@@ -23,19 +27,18 @@ struct JobDriver: Service {
         let started = ContinuousClock.now
         var lastPlain: ContinuousClock.Instant?
         var lastPlainText = ""
-        var lastStoreCheck: ContinuousClock.Instant?
         var announcedElsewhere = false
         var announcedPaused = false
-        var lastRoot: TaskSnapshot?
+        var lastJob: JobDisplay?
+        var lastCounts: JobStats.Counts?
 
         var announcedStorage = false
-        func draw(_ root: TaskSnapshot, storage: StorageHealth, final: Bool) {
+        func draw(_ job: JobDisplay, counts: JobStats.Counts?, storage: StorageHealth, final: Bool) {
             let renderer = ProgressTreeRenderer(columns: output.columns)
-            let counts = JobStats.of(jobID: jobID)?.snapshot
             if output.isTerminal {
                 output.redraw(
                     renderer.lines(
-                        root: root, counts: counts, elapsed: (ContinuousClock.now - started) / .seconds(1),
+                        job: job, counts: counts, elapsed: (ContinuousClock.now - started) / .seconds(1),
                         storage: storage))
             } else {
                 if case .failing(let since, let error) = storage, !announcedStorage {
@@ -45,7 +48,7 @@ struct JobDriver: Service {
                     announcedStorage = false
                     output.line("storage writes succeed again")
                 }
-                let text = renderer.plainLine(root: root, counts: counts)
+                let text = renderer.plainLine(job: job, counts: counts)
                 let now = ContinuousClock.now
                 if text != lastPlainText, final || lastPlain.map({ now - $0 >= .seconds(1) }) ?? true {
                     output.line(text)
@@ -59,45 +62,35 @@ struct JobDriver: Service {
         while !Task.isShuttingDownGracefully, !Task.isCancelled {
             let graph = executor.graph()
             lastStorage = graph.storage
-            if let root = graph.task(jobID) {
-                lastRoot = root
-                if root.isFinished {
-                    draw(root, storage: graph.storage, final: true)
-                    outcome.set(root.status)
+            // A store that fails keeps the last picture; the loop looks again.
+            if let tree = try? await executor.store.tree(of: jobID), let record = tree.first {
+                let job = JobDisplay(record: record, tree: tree, graph: graph)
+                let counts = JobStats.total(of: job, links: tree)
+                lastJob = job
+                lastCounts = counts
+                if record.status.isFinished {
+                    draw(job, counts: counts, storage: graph.storage, final: true)
+                    outcome.set(record.status)
                     break
                 }
-                draw(root, storage: graph.storage, final: false)
-                if root.status == .paused, !announcedPaused {
+                draw(job, counts: counts, storage: graph.storage, final: false)
+                if record.status == .paused, !announcedPaused {
                     announcedPaused = true
                     output.endBlock()
                     output.line("The job is paused: `progressctl resume \(jobID)` continues it.")
                 }
-            } else if lastStoreCheck.map({ ContinuousClock.now - $0 >= .seconds(1) }) ?? true {
-                // Not in this executor: another live process holds it (a `serve` on the same database).
-                lastStoreCheck = .now
-                if let record = try? await executor.store.task(id: jobID) {
-                    if record.status.isFinished {
-                        outcome.set(record.status)
-                        break
-                    }
-                    if !announcedElsewhere {
-                        announcedElsewhere = true
-                        output.line(
-                            "Job \(jobID) is run by another live process (owner \(record.ownerID ?? "?")) on this "
-                                + "database; waiting for it to finish.")
-                    } else if !output.isTerminal {
-                        let percent = Format.percent(record.progress).trimmingCharacters(in: .whitespaces)
-                        if percent != lastPlainText {
-                            output.line("progress \(percent) (in the other process)")
-                            lastPlainText = percent
-                        }
-                    }
+                if let owner = record.ownerID, owner != executor.ownerID, !announcedElsewhere {
+                    announcedElsewhere = true
+                    output.endBlock()
+                    output.line(
+                        "Job \(jobID) is run by another live process (owner \(owner)) on this database; waiting for "
+                            + "it to finish.")
                 }
             }
             try? await Task.sleep(for: .milliseconds(100))
         }
-        if outcome.status == nil, let lastRoot, output.isTerminal {
-            draw(lastRoot, storage: lastStorage, final: true)
+        if outcome.status == nil, let lastJob, output.isTerminal {
+            draw(lastJob, counts: lastCounts, storage: lastStorage, final: true)
         }
         output.endBlock()
     }

@@ -50,6 +50,7 @@ extension ProgressionDemo {
 
         func run() async throws {
             ProgressionDemo.bootstrapLogging(level: .warning)
+            let invocationStart = Date()
             let output = TerminalOutput()
             let directory = try dataDirectory(output)
             // Absolute, canonical paths are stored: a relative one would be read from whichever directory the worker
@@ -89,7 +90,7 @@ extension ProgressionDemo {
             switch status {
             case .completed:
                 let summary = try record?.checkpoint.map { try JSONDecoder().decode(JobSummary.self, from: $0) }
-                try report(summary, jobID: jobID, existed: existed, output: output)
+                try report(summary, jobID: jobID, existed: existed, since: invocationStart, output: output)
             case .failed:
                 throw DemoError("job \(jobID) failed: \(record?.errorDescription ?? "unknown error")")
             default:
@@ -131,7 +132,9 @@ extension ProgressionDemo {
             return result.directory.path
         }
 
-        func report(_ summary: JobSummary?, jobID: String, existed: Bool, output: TerminalOutput) throws {
+        func report(
+            _ summary: JobSummary?, jobID: String, existed: Bool, since invocationStart: Date, output: TerminalOutput
+        ) throws {
             guard let summary else {
                 output.line("Job \(jobID) completed.")
                 return
@@ -140,8 +143,13 @@ extension ProgressionDemo {
             output.line(
                 "Done: \(summary.files) files, \(Format.megabytes(summary.bytes)) in \(Format.duration(summary.seconds))"
                     + String(format: " (%.1f MB/s)", rate) + ".")
-            if existed || summary.skipped > 0 {
-                var text = "Resumed: skipped \(summary.skipped) of \(summary.files) files already done by an earlier run"
+            // Files done by an earlier run: those of folders whose job finished before this run began, and those
+            // that a folder's job found done when it ran again.
+            let skipped = (summary.folders ?? []).reduce(0) { total, folder in
+                total + ((folder.finishedAt ?? .distantFuture) < invocationStart ? folder.files : folder.skipped)
+            }
+            if existed || skipped > 0 {
+                var text = "Resumed: skipped \(skipped) of \(summary.files) files already done by an earlier run"
                 if summary.continuedFromCheckpoint > 0 {
                     text += "; \(summary.continuedFromCheckpoint) continued from a checkpoint inside the file"
                 }
@@ -152,12 +160,14 @@ extension ProgressionDemo {
             if let manifest {
                 let requested = ChecksumInput.canonical(manifest)
                 if requested != summary.manifest {
-                    try? FileManager.default.removeItem(atPath: requested)
                     do {
-                        try FileManager.default.copyItem(atPath: summary.manifest, toPath: requested)
+                        // Written as the job writes it (a device or a pipe at that path is refused, not replaced).
+                        let text = try Data(contentsOf: URL(fileURLWithPath: summary.manifest))
+                        try Manifest.checkWritable(requested)
+                        try text.write(to: URL(fileURLWithPath: requested), options: .atomic)
                         output.line("Manifest copied to \(requested), as --manifest asked (the job was submitted with the path above).")
                     } catch {
-                        throw DemoError("cannot write the manifest to '\(requested)': \(error.localizedDescription)")
+                        throw DemoError("cannot write the manifest to '\(requested)': \(ProgressionError.describe(error))")
                     }
                 }
             }

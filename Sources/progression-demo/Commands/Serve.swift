@@ -97,8 +97,13 @@ struct JobLogger: Service {
     private func logEnd(_ root: TaskSnapshot, metadata: Logger.Metadata) async {
         switch root.status {
         case .completed:
-            // A checksum job logs its own completion, with its summary (see ChecksumJob.register).
+            // A checksum job logs its own completion, with its summary (see ChecksumJob.register); a folder's job
+            // says it is done, with its parent.
             guard root.kind != ChecksumJob.kind else { return }
+            if let parent = root.parentJobID {
+                logger.info("folder done", metadata: metadata.merging(["parent": "\(parent)"]) { $1 })
+                return
+            }
             logger.info("job completed", metadata: metadata)
         default:
             logger.warning(

@@ -56,7 +56,8 @@ extension GraphState {
             errorType: committed.errorType, createdAt: record.createdAt, startedAt: committed.startedAt,
             updatedAt: record.updatedAt, finishedAt: committed.finishedAt, nextAttemptAt: committed.nextAttemptAt,
             total: record.total, rate: status == .running ? record.rate : nil,
-            children: node.children.map { rebuild($0, ancestorPaused: paused) })
+            children: node.children.map { rebuild($0, ancestorPaused: paused) }, parentJobID: record.parentJobID,
+            childJobID: record.childJobID)
         node.cachedSnapshot = snapshot
         node.snapshotIsStale = false
         return snapshot
@@ -75,6 +76,7 @@ extension GraphState {
             errorType: committed.errorType, createdAt: record.createdAt, startedAt: committed.startedAt,
             updatedAt: record.updatedAt, finishedAt: committed.finishedAt, nextAttemptAt: committed.nextAttemptAt,
             total: record.total, rate: status == .running ? record.rate : nil,
-            children: node.children.map { snapshot($0, ancestorPaused: paused) })
+            children: node.children.map { snapshot($0, ancestorPaused: paused) }, parentJobID: record.parentJobID,
+            childJobID: record.childJobID)
     }
 }
