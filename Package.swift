@@ -272,7 +272,7 @@ let package = Package(
             name: "ProgressionTests",
             dependencies: [
                 "Progression", "ProgressionSQLite", "ProgressionTestSupport", "progression-crash-test",
-                "progression-fleet-test",
+                "progression-fleet-test", "progressctl",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
                 .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),

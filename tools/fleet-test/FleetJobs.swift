@@ -79,3 +79,105 @@ final class Ledger: Sendable {
         _ = bytes.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
     }
 }
+
+/// A parent job: starts `count` `fleet.leaf` children (one transaction), waits for them without a slot, and returns the
+/// sum of their outputs. Ledger: `run PARENT WORKER` each time its code runs (a wait ends one run), `started PARENT N`
+/// once its children's start is committed, `sum PARENT S` at its end.
+struct FanoutJob: JobKind {
+    struct Input: Codable, Sendable {
+        var count: Int
+        var leafDelayMilliseconds = 0
+        /// Children awaited as they finish (each one's output summed as it comes) instead of all at once.
+        var each = false
+        /// The first this many children take no time.
+        var quickLeaves = 0
+    }
+    struct Output: Codable, Sendable { var sum: Int }
+    static let name = "fleet.fanout"
+    static let options = TaskOptions.interactive.retryable()
+    let worker: String
+    let ledger: Ledger
+
+    func run(_ input: Input, context: any TaskContext) async throws -> Output {
+        let id = context.taskID
+        ledger.append("run \(id) \(worker)")
+        try await context.report(.total(Double(input.count)))
+        let children = try await context.startChildren(
+            LeafJob.self,
+            inputs: (0..<input.count).map {
+                LeafJob.Input(n: $0, delayMilliseconds: $0 < input.quickLeaves ? 0 : input.leafDelayMilliseconds)
+            }
+        ) { leaf in ChildJobOptions(name: "leaf \(leaf.n)") }
+        ledger.append("started \(id) \(children.count)")
+        var sum = 0
+        if input.each {
+            for try await done in context.completions(of: children) { sum += try done.output().value }
+        } else {
+            sum = try await context.results(of: children).reduce(0) { $0 + $1.value }
+        }
+        ledger.append("sum \(id) \(sum)")
+        return Output(sum: sum)
+    }
+}
+
+/// A child job of two steps, A and B, with `delayMilliseconds` of work in each; returns n × 2. Ledger, per step:
+/// `begin CHILD/A WORKER` when its code starts, `committed CHILD/A` once its completion is committed (its push
+/// returned): a step that begins again after its `committed` line ran again after its completion was committed.
+struct LeafJob: JobKind {
+    struct Input: Codable, Sendable {
+        var n: Int
+        var delayMilliseconds = 0
+    }
+    struct Output: Codable, Sendable { var value: Int }
+    static let name = "fleet.leaf"
+    static let options = TaskOptions.interactive.retryable()
+    let worker: String
+    let ledger: Ledger
+
+    func run(_ input: Input, context: any TaskContext) async throws -> Output {
+        let id = context.taskID
+        let (worker, ledger) = (worker, ledger)
+        for step in ["A", "B"] {
+            try await context.push(step) { stepContext in
+                ledger.append("begin \(id)/\(step) \(worker)")
+                do {
+                    if input.delayMilliseconds > 0 {
+                        // In pieces, reporting each: a paused or cancelled job stops at its next report.
+                        let pieces = max(1, input.delayMilliseconds / 50)
+                        for piece in 0..<pieces {
+                            try await Task.sleep(for: .milliseconds(input.delayMilliseconds / pieces))
+                            try await stepContext.report(.progress(Double(piece + 1) / Double(pieces)))
+                        }
+                    }
+                } catch {
+                    ledger.append("stopped \(id)/\(step) \(worker)")
+                    throw error
+                }
+            }
+            ledger.append("committed \(id)/\(step)")
+        }
+        return Output(value: input.n * 2)
+    }
+}
+
+/// A job that waits for the signal `go` (a string payload) and returns it. Ledger: `gate-begin ID WORKER` when its
+/// step before the wait runs, `gate ID PAYLOAD WORKER` once it has the signal.
+struct GateJob: JobKind {
+    struct Input: Codable, Sendable { var delayMilliseconds = 0 }
+    static let name = "fleet.gate"
+    static let options = TaskOptions.interactive.retryable()
+    let worker: String
+    let ledger: Ledger
+
+    func run(_ input: Input, context: any TaskContext) async throws -> String {
+        let id = context.taskID
+        let (worker, ledger) = (worker, ledger)
+        try await context.push("before") { _ in
+            ledger.append("gate-begin \(id) \(worker)")
+            if input.delayMilliseconds > 0 { try await Task.sleep(for: .milliseconds(input.delayMilliseconds)) }
+        }
+        let payload = try await context.signal("go", as: String.self)
+        ledger.append("gate \(id) \(payload) \(worker)")
+        return payload
+    }
+}

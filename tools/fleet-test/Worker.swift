@@ -31,6 +31,9 @@ extension FleetTest {
         var clockOrigin: Double?
         @Option(help: "The simulated time (seconds since 1970) at --clock-origin.") var clockStart: Double?
         @Option(help: "Log level: trace, debug, info, notice, warning, error.") var logLevel = "warning"
+        @Option(
+            help: "The kinds this worker runs, comma-separated (double, steps, tick, fanout, leaf, gate); all by default.")
+        var kinds: String?
 
         func run() async throws {
             LoggingSystem.bootstrap { label in
@@ -71,9 +74,14 @@ extension FleetTest {
             }
             let executor = try await FleetDatabase.executor(db: db, configuration: configuration)
             let ledger = Ledger(path: ledger)
-            try executor.register(DoubleJob(worker: name, ledger: ledger))
-            try executor.register(StepsJob(worker: name, ledger: ledger))
-            try executor.register(TickJob(worker: name, ledger: ledger))
+            let chosen = kinds.map { Set($0.split(separator: ",").map(String.init)) }
+            func runs(_ kind: String) -> Bool { chosen?.contains(kind) ?? true }
+            if runs("double") { try executor.register(DoubleJob(worker: name, ledger: ledger)) }
+            if runs("steps") { try executor.register(StepsJob(worker: name, ledger: ledger)) }
+            if runs("tick") { try executor.register(TickJob(worker: name, ledger: ledger)) }
+            if runs("fanout") { try executor.register(FanoutJob(worker: name, ledger: ledger)) }
+            if runs("leaf") { try executor.register(LeafJob(worker: name, ledger: ledger)) }
+            if runs("gate") { try executor.register(GateJob(worker: name, ledger: ledger)) }
             guard let zone = TimeZone(identifier: scheduleZone) else {
                 throw ValidationError("unknown time zone '\(scheduleZone)'")
             }

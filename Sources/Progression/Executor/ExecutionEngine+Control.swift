@@ -120,7 +120,7 @@ extension ExecutionEngine {
     /// Stops the code of tasks another owner took (the store rejected their writes): nothing more is written for them.
     /// Jobs queued here that another worker claimed first (or an operator changed) left memory already, without a
     /// word: that is how a fleet shares a backlog.
-    func leaseLost(_ ids: [String]) {
+    func leaseLost(_ ids: [String], childJobsTaken: Bool = false) {
         let (lost, cancellation) = locked { state in
             var cancellation = Cancellation()
             var lost: [String] = []
@@ -134,7 +134,12 @@ extension ExecutionEngine {
             return (lost, cancellation)
         }
         guard !lost.isEmpty else { return }
-        logger.warning("lost tasks to another owner; stopping them here", metadata: ["tasks": "\(lost)"])
+        if childJobsTaken {
+            logger.info(
+                "child jobs taken back by their parent's end or pause; stopping them here", metadata: ["tasks": "\(lost)"])
+        } else {
+            logger.warning("lost tasks to another owner; stopping them here", metadata: ["tasks": "\(lost)"])
+        }
         cancellation.run()
     }
 

@@ -158,6 +158,7 @@ extension ExecutionEngine {
                 lastCounter = counter
                 await applyControlRequests()
                 await refreshPausedKinds()
+                await checkChildJobsHeld()
                 storeChanged.store(true, ordering: .relaxed)
                 claimSignal.signal()
                 scheduleSignal.signal()
@@ -165,6 +166,22 @@ extension ExecutionEngine {
             }
             do { try await clock.sleep(configuration.controlPollInterval) } catch { return }
         }
+    }
+
+    /// Stops the code of child jobs running here that the store no longer gives this executor: their parent's end or
+    /// pause took them (the tree keeper clears their owner), and their code stops now rather than at its next write.
+    func checkChildJobsHeld() async {
+        let ids = locked { state in
+            state.roots.lazy.filter { root in
+                root.record.parentJobID != nil && root.execution != nil && root.stopReason == nil
+                    && root.committed.ownerID == self.ownerID
+            }.prefix(1_000).map(\.record.id)
+        }
+        guard !ids.isEmpty, let rows = try? await store.tasks(ids: Array(ids)) else { return }
+        var held = Set<String>()
+        for row in rows where row.ownerID == ownerID { held.insert(row.id) }
+        let taken = ids.filter { !held.contains($0) }
+        if !taken.isEmpty { leaseLost(Array(taken), childJobsTaken: true) }
     }
 
     /// Reads the kinds paused across the fleet; a kind resumed lets its queued roots start.
