@@ -215,7 +215,7 @@ func cellOffset(of marker: Character, in line: String) -> Int? {
         let lines = Dashboard.render([Dashboard.Tree(nodes: view.graftedNodes)], size: size, now: now, color: false)
             .map { $0.trimmingTrailingSpaces() }
         #expect(lines.count == 5, "\(lines)")
-        #expect(lines[1].hasPrefix("job parent") && lines[1].contains("waiting"))
+        #expect(lines[1].hasPrefix("job parent") && lines[1].contains("for 2 child jobs") && lines[1].contains("waiting"))
         #expect(lines[2].hasPrefix("  part a ") && lines[2].hasSuffix("running  c1"), "the link names its child job")
         #expect(lines[3].hasPrefix("    crunch ") && lines[3].contains("running"), "the child's step below its link")
         #expect(lines[4] == "  1 pending")

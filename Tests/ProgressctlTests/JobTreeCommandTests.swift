@@ -303,6 +303,13 @@ import Testing
             "a child job's step changed below the parent: \(watch.stdout)")
         watch.signal(SIGTERM)
         _ = try await watch.waitForEnd(timeout: .seconds(60))
+
+        // Text lines say what a waiting job waits for where a running one has its step.
+        let text = try CLI.start(["--db", fixture.path, "watch", "parent", "--interval", "0.02"], in: fixture.directory)
+        defer { text.signal(SIGTERM) }
+        #expect(await eventually { text.stdout.contains("parent waiting 25% for 2 child jobs\n") }, "\(text.stdout)")
+        text.signal(SIGTERM)
+        _ = try await text.waitForEnd(timeout: .seconds(60))
     }
 
     // MARK: changes

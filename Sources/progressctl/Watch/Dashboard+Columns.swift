@@ -57,7 +57,7 @@ extension Dashboard {
                 case .summary:
                     continue
                 }
-                stepWanted = max(stepWanted, TerminalWidth.width(of: record.step ?? ""))
+                stepWanted = max(stepWanted, TerminalWidth.width(of: Self.step(of: record)))
                 statusWanted = max(statusWanted, record.displayStatus.count)
             }
             var columns = Columns(total: width)
@@ -126,10 +126,16 @@ extension Dashboard {
             add(Format.percent(record.progress), width: percent, gap: bar > 0 ? 1 : 2, alignRight: true)
             add(rate, width: self.rate, gap: 2, alignRight: true)
             add(timeLeft, width: self.timeLeft, gap: self.rate > 0 ? 1 : 2, alignRight: true)
-            add(record.step ?? "", width: step, gap: 2)
+            add(Self.step(of: record), width: step, gap: 2)
             add(record.displayStatus, width: status, gap: 2, color: Format.color(of: record.status))
             add(id, width: self.id, gap: 2)
             return line + String(repeating: " ", count: max(0, total - cells))
+        }
+
+        /// The step column of a row: what a waiting job waits for (`for 3 child jobs`), else its step.
+        static func step(of record: TaskRecord) -> String {
+            if record.waitReason == .waiting, let wait = Format.wait(record) { return wait }
+            return record.step ?? ""
         }
 
         /// `width` cells: `█` for what is done, `░` for what is not, `·` throughout when progress is unknown.
