@@ -151,7 +151,7 @@ package struct TaskJSON: Encodable, Equatable, Sendable {
     package var name: String
     package var kind: String?
     package var status: String
-    /// The status as people read it: `scheduled`, `retrying` or `sleeping` for a pending root that waits for a time
+    /// The status as people read it: `scheduled`, `retrying`, `sleeping` or `waiting` for a pending root that waits
     /// (``TaskRecord/waitReason``), else the status.
     package var state: String
     /// Failed subtasks of a root (a job that completed with failed steps); 0 for a subtask.
@@ -185,6 +185,12 @@ package struct TaskJSON: Encodable, Equatable, Sendable {
     package var updatedAt: Date
     package var finishedAt: Date?
     package var nextAttemptAt: Date?
+    /// On a child job: the job that started it.
+    package var parentJobID: String?
+    /// On a link (the node of a parent's tree that stands for a child job): that child job's id.
+    package var childJobID: String?
+    /// What a waiting job waits for, for people (`3 child jobs`, `job 3xjggyz2`, `the signal 'approve'`).
+    package var waitingFor: String?
 
     package init(_ record: TaskRecord, depth: Int? = nil, failedSteps: Int = 0) {
         state = record.displayStatus
@@ -219,13 +225,19 @@ package struct TaskJSON: Encodable, Equatable, Sendable {
         startedAt = record.startedAt
         updatedAt = record.updatedAt
         finishedAt = record.finishedAt
-        nextAttemptAt = record.nextAttemptAt
+        // A job that waits until released (not until a time) has no next attempt to show.
+        nextAttemptAt = record.nextAttemptAt.flatMap {
+            record.waitReason == .waiting && $0 >= JobOptions.latestRunAt ? nil : $0
+        }
+        parentJobID = record.parentJobID
+        childJobID = record.childJobID
+        waitingFor = record.waitReason == .waiting ? record.waitingFor : nil
     }
 
     enum CodingKeys: String, CodingKey {
         case id, parentID, rootID, name, kind, status, state, failedSteps, progress, total, rate, secondsRemaining, step, attempt, interruptions, priority, errorType,
             errorDescription, ownerID, canCancel, canPause, canRetry, checkpointBytes, input, result, idempotencyKey,
-            depth, createdAt, startedAt, updatedAt, finishedAt, nextAttemptAt
+            depth, createdAt, startedAt, updatedAt, finishedAt, nextAttemptAt, parentJobID, childJobID, waitingFor
     }
 
     /// Writes `null` for absent values, so every document has the same fields.
@@ -263,5 +275,8 @@ package struct TaskJSON: Encodable, Equatable, Sendable {
         try container.encode(updatedAt, forKey: .updatedAt)
         try container.encode(finishedAt, forKey: .finishedAt)
         try container.encode(nextAttemptAt, forKey: .nextAttemptAt)
+        try container.encode(parentJobID, forKey: .parentJobID)
+        try container.encode(childJobID, forKey: .childJobID)
+        try container.encode(waitingFor, forKey: .waitingFor)
     }
 }

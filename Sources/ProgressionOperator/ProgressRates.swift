@@ -7,9 +7,16 @@ import Progression
 package struct ProgressRates: Sendable {
     package init() {}
 
-    /// `root`'s progress per second (a fraction of the whole), or `nil` when unknown or not running.
+    /// `root`'s progress per second (a fraction of the whole), or `nil` when unknown or not running. A job that waits
+    /// for its child jobs moves with them: its rate is theirs.
     package func rate(of root: TaskRecord) -> Double? {
-        root.status == .running ? root.rate : nil
+        root.status == .running || Self.waitsForChildren(root) ? root.rate : nil
+    }
+
+    /// Whether `root` waits for its child jobs (its progress and rate move as they report).
+    package static func waitsForChildren(_ root: TaskRecord) -> Bool {
+        guard root.status == .pending, case .children? = root.wait else { return false }
+        return true
     }
 
     /// Seconds until `root` is done at its rate, or `nil` when unknown (not running, no rate, or no progress).

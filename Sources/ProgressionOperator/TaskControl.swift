@@ -7,6 +7,12 @@ import Progression
 ///
 /// Many tasks are changed with one look at the owners; the requests to live owners are all written first and then
 /// awaited together, within one `--wait`.
+///
+/// Job trees: a change aimed at a link (the node of a parent's tree that stands for a child job) acts on that child
+/// job. What a direct change of a job means for its tree (a parent's pause, resume or end reaching its child jobs, a
+/// finished job's dependents, a child's state in its parent's link) is queued in the store with it; the tree keeper
+/// of any worker carries it out, and so does ``settleJobTrees()`` right after the direct changes, so that it takes
+/// effect at once also while no worker runs.
 package struct TaskControl {
     package let store: OperatorStore
     /// How long to wait for live owners to handle the requests.
@@ -29,6 +35,10 @@ package struct TaskControl {
         @Null package var status: String?
         package var dryRun: Bool
         package var outcome: String
+        /// The link the change was aimed at, when it acted on the child job the link stands for (`id`).
+        @Null package var link: String? = nil
+        /// For a direct removal: the child jobs removed with the job (their own trees counted in the outcome).
+        @Null package var childJobs: Int? = nil
     }
 
     /// A change refused for one task: the lifecycle does not allow it, the task changed since it was read, it is a
@@ -90,6 +100,38 @@ package struct TaskControl {
             })
     }
 
+    /// The task a change aimed at `task` acts on: the child job of a link, else `task` itself.
+    ///
+    /// - Throws: ``Refusal`` when the link's child job was removed.
+    package func target(of task: TaskRecord) async throws -> TaskRecord {
+        guard let childID = task.childJobID else { return task }
+        guard let child = try await store.checked({ try await $0.task(id: childID) }) else {
+            throw Refusal(
+                id: task.id,
+                message: "'\(task.id)' (\(task.name.escapedForTerminal)) stands for the child job '\(childID)', which was removed")
+        }
+        return child
+    }
+
+    /// The most passes of the tree keeper after direct changes (each one transaction of at most
+    /// ``settleBatch`` queued changes); what is left then is carried out by the workers' keepers.
+    package static let settlePasses = 100
+    /// The most queued changes one pass takes.
+    package static let settleBatch = 500
+
+    /// Carries out what direct changes queued for the tree keeper (see the type's description), until nothing is
+    /// queued or ``settlePasses`` passes ran. Returns how many queued changes it took. A failure leaves the rest to
+    /// the workers' keepers: the changes themselves are committed.
+    @discardableResult
+    package func settleJobTrees(at now: Date = Date()) async -> Int {
+        var taken = 0
+        for _ in 0..<Self.settlePasses {
+            guard let count = try? await store.resolveJobTrees(at: now, limit: Self.settleBatch), count > 0 else { break }
+            taken += count
+        }
+        return taken
+    }
+
     /// The root of `task`'s tree.
     package func root(of task: TaskRecord) async throws -> TaskRecord {
         if task.isRoot { return task }
@@ -120,14 +162,18 @@ package struct TaskControl {
             owners.filter { $0.liveness().isAlive }.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
         var outcomes: [Outcome?] = Array(repeating: nil, count: tasks.count)
         var requests: [PendingRequest] = []
-        for (index, task) in tasks.enumerated() {
+        var wroteDirectly = false
+        for (index, aimed) in tasks.enumerated() {
             do {
+                let task = try await target(of: aimed)
+                let link = task.id == aimed.id ? nil : aimed.id
                 let root = try await root(of: task)
                 if let ownerID = root.ownerID, let owner = liveOwners[ownerID] {
                     try Self.check(action, task, withOwner: true)
                     let change = Change(
                         id: task.id, name: task.name, action: action.rawValue, via: "owner", ownerID: owner.id,
-                        status: nil, dryRun: dryRun, outcome: "would ask owner '\(owner.id)' to \(action.rawValue) it")
+                        status: nil, dryRun: dryRun, outcome: "would ask owner '\(owner.id)' to \(action.rawValue) it",
+                        link: link)
                     if dryRun {
                         outcomes[index] = .changed(change)
                     } else {
@@ -146,11 +192,15 @@ package struct TaskControl {
                             + "no running executor holds; without one only a whole task can be changed: use the root id")
                 }
                 try Self.check(action, task, withOwner: false)
-                outcomes[index] = .changed(try await direct(action, on: task, dryRun: dryRun))
+                var change = try await direct(action, on: task, dryRun: dryRun)
+                change.link = link
+                outcomes[index] = .changed(change)
+                wroteDirectly = wroteDirectly || !dryRun
             } catch let refusal as Refusal {
                 outcomes[index] = .refused(refusal)
             }
         }
+        if wroteDirectly { await settleJobTrees() }
         for (index, outcome) in try await awaitHandling(requests, action: action) { outcomes[index] = outcome }
         return outcomes.map { $0 ?? .refused(Refusal(id: "?", message: "no outcome")) }
     }
@@ -226,13 +276,24 @@ package struct TaskControl {
         } catch {
             throw Refusal(id: task.id, message: error.description)
         }
-        let summary =
+        // A removal takes the job's child jobs with it (the store deletes them): counted from the links of its tree.
+        var ownNodes = 0
+        var childJobs: Int?
+        if action == .remove {
+            let tree = try await store.checked { try await $0.tree(of: task.id) }
+            ownNodes = tree.count
+            let links = tree.filter(\.isLink).count
+            if links > 0 { childJobs = links }
+        }
+        var summary =
             action == .remove
             ? "deleted with its subtree and history"
             : "\(task.status) → \(preview.status)" + (action == .retry ? ", attempt \(preview.attempt)" : "")
+        if let childJobs { summary += ", and its \(Self.childJobs(childJobs)) with theirs" }
         var result = Change(
             id: task.id, name: task.name, action: action.rawValue, via: "direct", ownerID: task.ownerID,
-            status: action == .remove ? nil : preview.status.rawValue, dryRun: dryRun, outcome: summary)
+            status: action == .remove ? nil : preview.status.rawValue, dryRun: dryRun, outcome: summary,
+            childJobs: childJobs)
         if dryRun { return result }
         var expectedStatus = task.status
         if action == .remove, !task.status.isFinished {
@@ -243,10 +304,19 @@ package struct TaskControl {
             task, Self.transition(action), expectedStatus: expectedStatus, message: "\(verb) by progressctl", at: now)
         if action == .remove {
             result.outcome = "deleted \(changed.deleted) task\(changed.deleted == 1 ? " with its" : "s with their") history"
+            if let childJobs {
+                let theirs = max(0, changed.deleted - ownNodes)
+                result.outcome += ", \(Format.tasks(theirs)) of them in its \(Self.childJobs(childJobs))"
+            }
         } else {
             result.outcome = "applied: " + summary
         }
         return result
+    }
+
+    /// `1 child job`, `3 child jobs`.
+    static func childJobs(_ count: Int) -> String {
+        "\(Format.count(count)) child job\(count == 1 ? "" : "s")"
     }
 
     private func change(

@@ -16,7 +16,9 @@ struct Progressctl: AsyncParsableCommand {
 
             Reading needs no cooperation from the service. A change (pause, resume, cancel, retry, remove --force) \
             goes to the executor that holds the task as a control request when that executor is alive, and is \
-            written directly (one transaction with a state check) when none is.
+            written directly (one transaction with a state check) when none is. A change of a job reaches its \
+            child jobs (wherever they run), and a change aimed at a link (ROOT/NAME of a child job) acts on that \
+            child job.
 
             A change of many tasks takes filters instead of an id (--status, --kind, --since, --until, --name, --input), \
             shows what it would do with --dry-run, asks before it acts on a terminal (--yes to skip the question) \
@@ -34,6 +36,8 @@ struct Progressctl: AsyncParsableCommand {
               progressctl submit import --input '{"file": "a.csv"}' --retryable --name "import a.csv"
               progressctl submit report --input '{}' --delay 10m
               progressctl run-now 8k3fq2xa
+              progressctl submit report --input '{}' --after 8k3fq2xa
+              progressctl signal 8k3fq2xa approve --payload '{"by": "ops"}'
               progressctl kinds; progressctl pause-kind import
               progressctl schedules
               progressctl prune --older-than 7d --vacuum
@@ -41,7 +45,8 @@ struct Progressctl: AsyncParsableCommand {
         version: ProgressionVersion.current,
         subcommands: [
             List.self, Show.self, History.self, Watch.self, Stats.self, Doctor.self, Console.self,
-            Submit.self, Retry.self, Pause.self, Resume.self, Cancel.self, RunNow.self, Remove.self, Prune.self,
+            Submit.self, Signal.self, Retry.self, Pause.self, Resume.self, Cancel.self, RunNow.self, Remove.self,
+            Prune.self,
             Kinds.self, PauseKind.self, ResumeKind.self, Schedules.self,
         ]
     )
@@ -105,6 +110,7 @@ extension Progressctl.Watch: GlobalOptionsCommand {}
 extension Progressctl.Stats: GlobalOptionsCommand {}
 extension Progressctl.Doctor: GlobalOptionsCommand {}
 extension Progressctl.Submit: GlobalOptionsCommand {}
+extension Progressctl.Signal: GlobalOptionsCommand {}
 extension Progressctl.Retry: GlobalOptionsCommand {}
 extension Progressctl.Pause: GlobalOptionsCommand {}
 extension Progressctl.Resume: GlobalOptionsCommand {}

@@ -198,6 +198,29 @@ func cellOffset(of marker: Character, in line: String) -> Int? {
         #expect(lines[6] == "  1 completed · 1 pending")
     }
 
+    @Test func aParentsLinksShowTheirChildJobsIdAndTheRunningChildsStepsBelowThem() {
+        var parent = DashboardFixture.root("parent", status: .pending, progress: 0.3)
+        parent.wait = .children(all: true)
+        parent.waitingFor = "2 child jobs"
+        var running = DashboardFixture.child("parent.1", of: parent, name: "part a", status: .running, progress: 0.5)
+        running.childJobID = "c1"
+        var waiting = DashboardFixture.child("parent.2", of: parent, name: "part b", status: .pending, index: 1)
+        waiting.childJobID = "c2"
+        var child = DashboardFixture.root("c1", name: "part a", progress: 0.5)
+        child.parentJobID = "parent"
+        let step = DashboardFixture.child("c1.1", of: child, name: "crunch", status: .running, progress: 0.5)
+        var view = JobTreeView(nodes: [parent, running, waiting])
+        view.childJobs = ["c1": child]
+        view.expanded = ["c1": [child, step]]
+        let lines = Dashboard.render([Dashboard.Tree(nodes: view.graftedNodes)], size: size, now: now, color: false)
+            .map { $0.trimmingTrailingSpaces() }
+        #expect(lines.count == 5, "\(lines)")
+        #expect(lines[1].hasPrefix("job parent") && lines[1].contains("for 2 child jobs") && lines[1].contains("waiting"))
+        #expect(lines[2].hasPrefix("  part a ") && lines[2].hasSuffix("running  c1"), "the link names its child job")
+        #expect(lines[3].hasPrefix("    crunch ") && lines[3].contains("running"), "the child's step below its link")
+        #expect(lines[4] == "  1 pending")
+    }
+
     @Test(arguments: [1, 2, 3, 5, 12, 40], [1, 8, 20, 40, 60, 80, 200])
     func everyFrameFitsAnySize(rows: Int, columns: Int) {
         let trees = [

@@ -220,11 +220,12 @@ public struct JobOptions: Sendable, Hashable {
         self.ifDependencyFails = ifDependencyFails
     }
 
-    /// The dependencies of `job` (``after``), checked; the job is marked waiting for them.
+    /// The dependencies of `job` (``after``), checked; the job is marked waiting for them (what a producer and
+    /// `progressctl submit --after` write alike).
     ///
     /// - Throws: ``ProgressionError/invalidArgument(_:)`` for dependencies with a run-at time or a delay (a job waits
     ///   for one or the other), or on itself.
-    func dependencies(of job: inout TaskRecord) throws(ProgressionError) -> [JobDependency] {
+    package func dependencies(of job: inout TaskRecord) throws(ProgressionError) -> [JobDependency] {
         var seen: Set<String> = []
         let ids = after.filter { seen.insert($0).inserted }
         guard !ids.isEmpty else { return [] }

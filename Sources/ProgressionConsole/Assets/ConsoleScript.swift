@@ -1,6 +1,6 @@
 #if Console
-/// The console's only script (`/assets/console.js`): live updates from the page's event stream, and a question
-/// before cancelling or removing. It builds every element with `textContent` (never `innerHTML`), so that names
+/// The console's only script (`/assets/console.js`): live updates from the page's event stream (on the job page, a
+/// link's row leads to its child job and names it and its worker), and a question before cancelling or removing. It builds every element with `textContent` (never `innerHTML`), so that names
 /// stay text; the Content-Security-Policy allows no other script.
 enum ConsoleScript {
     static let source = #"""
@@ -107,7 +107,11 @@ enum ConsoleScript {
       }
       tr.setAttribute("data-id", row.id);
       var name = el("td", "name " + depth);
-      name.appendChild(link(base, row.id, row.name));
+      name.appendChild(link(base, row.job || row.id, row.name));
+      if (row.job) {
+        name.appendChild(document.createTextNode(" "));
+        name.appendChild(el("span", "child", "job " + row.job + (row.worker ? " · " + row.worker : "")));
+      }
       tr.appendChild(name);
       tr.appendChild(statusCell(row));
       tr.appendChild(barCell(row));

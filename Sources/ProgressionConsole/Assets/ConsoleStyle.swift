@@ -67,6 +67,11 @@ button { padding: .25rem .7rem; border: 1px solid #9aa5b4; border-radius: 3px; b
 button:hover { background: #eef2f8; }
 button.danger { border-color: var(--failed); color: var(--failed); }
 .actions { display: flex; gap: .5rem; margin: .4rem 0 1rem; }
+.child { font-size: 12px; color: var(--muted); white-space: nowrap; }
+form.signal { display: flex; flex-wrap: wrap; gap: .5rem 1rem; align-items: flex-end; margin: .6rem 0 1rem; padding: .6rem .8rem;
+  background: var(--panel); border: 1px solid var(--line); border-radius: 3px; }
+form.signal label { display: flex; flex-direction: column; font-size: 12px; color: var(--muted); }
+textarea { font: 12px ui-monospace, monospace; min-width: 20rem; padding: .2rem .35rem; border: 1px solid var(--line); border-radius: 3px; }
 .bulk { margin-top: 1rem; padding: .6rem .8rem; background: var(--panel); border: 1px dashed var(--line); }
 .pages { color: var(--muted); }
 .none { color: var(--muted); font-style: italic; }

@@ -61,7 +61,7 @@ extension ProgressionConsole {
             }
         case .json, .html:
             let job = try await reader.job(task)
-            let actions = reader.actions(for: job.task, root: job.root, owner: job.owner)
+            let actions = try await reader.actions(for: job)
             if exchange.format == .json { return Self.json(reader.jobJSON(job, actions: actions)) }
             return Self.html(JobPage.render(job, actions: actions, expanded: expanded, context: exchange.context))
         }
@@ -90,7 +90,9 @@ extension ProgressionConsole {
                 case .bool(let flag): (key, flag ? "1" : "0")
                 case .integer(let number): (key, "\(number)")
                 case .number(let number): (key, "\(number)")
-                default: nil
+                // An object or array (a signal's payload) as its JSON.
+                case .object, .array: (key, value.compactText)
+                case .null: nil
                 }
             })
         } else {
@@ -162,6 +164,49 @@ extension ProgressionConsole {
             return Self.redirect(to: exchange.context.link("/tasks") + "?notice=" + notice)
         }
         return Self.redirect(to: exchange.context.taskLink(task.id, query: "notice=" + notice))
+    }
+
+    /// `POST /tasks/{id}/signal`: sends the signal `name` with the JSON `payload` (optional) to the job, as
+    /// `progressctl signal ID NAME --payload JSON` does; a link stands for its child job. Bad input is refused with a
+    /// sentence (400), nothing sent.
+    func signalRoute(_ exchange: Exchange, request: Request, id: String) async throws -> Response {
+        let fields = try await fields(of: request, exchange: exchange)
+        try authorizeChange(request, exchange: exchange, fields: fields)
+        guard let name = fields["name"], !name.isEmpty else {
+            throw ConsoleError.badRequest("give the signal's name (what the job's code waits for)")
+        }
+        do {
+            try JobSignalRecord.checkName(name)
+        } catch {
+            throw ConsoleError.badRequest(error.description)
+        }
+        var payload: Data?
+        if let text = fields["payload"]?.trimmingCharacters(in: .whitespacesAndNewlines), !text.isEmpty {
+            let data = Data(text.utf8)
+            guard (try? JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed])) != nil else {
+                throw ConsoleError.badRequest("the payload is not valid JSON; nothing was sent")
+            }
+            guard data.count <= JobSignalRecord.maxPayloadBytes else {
+                throw ConsoleError.badRequest("the payload is more than 1 MiB of JSON; nothing was sent")
+            }
+            payload = data
+        }
+        let aimed = try await reader.task(id)
+        let job = try await TaskControl(store: store, wait: .zero).target(of: aimed)
+        let signal: JobSignalRecord
+        do {
+            signal = try await store.sendSignal(to: job.id, name: name, payload: payload, at: Date())
+        } catch let error as ProgressionError {
+            switch error {
+            case .notFound: throw ConsoleError.notFound("\(error.description); nothing was sent")
+            case .invalidArgument: throw ConsoleError.badRequest("\(error.description); nothing was sent")
+            default: throw ConsoleError(.conflict, "\(error.description); nothing was sent")
+            }
+        }
+        logger.info("console signal", metadata: ["task": "\(job.id)", "signal": "\(name)"])
+        if exchange.format != .html { return Self.json(SignalJSON(signal)) }
+        let notice = flashes.keep(PageContext.Notice("sent the signal '\(name)' to '\(job.name)'"))
+        return Self.redirect(to: exchange.context.taskLink(job.id, query: "notice=" + notice))
     }
 
     /// `POST /tasks?<filters>`: every root the filters choose, as `progressctl cancel --kind …` changes them: a dry

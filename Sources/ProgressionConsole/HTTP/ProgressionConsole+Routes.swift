@@ -16,6 +16,7 @@ extension ProgressionConsole {
     /// | `GET /tasks?status=…&kind=…&name=…&input=…&since=…&until=…&sort=…&order=…&limit=…&after=…` | list | ``ListJSON`` |
     /// | `GET /tasks/{id}` (`?expand=all`) | job | ``JobJSON`` |
     /// | `POST /tasks/{id}` `action=pause\|resume\|cancel\|retry\|remove` (`force=1`, `dryRun=1`) | redirect | `TaskControl.Change` |
+    /// | `POST /tasks/{id}/signal` `name=…` (`payload=` JSON) | redirect | ``SignalJSON`` |
     /// | `POST /tasks?<filters>` `action=…` and `dryRun=1` or `yes=1` (`force=1`) | preview / result | `TaskControl.Summary` |
     /// | `GET /login`, `POST /login` `token=…`, `POST /logout` | signing in | — |
     ///
@@ -33,6 +34,10 @@ extension ProgressionConsole {
         group.post("tasks/:id") { request, context in
             let id = Self.decoded(context.parameters.get("id"))
             return await self.respond(request) { try await self.actionRoute($0, request: request, id: id) }
+        }
+        group.post("tasks/:id/signal") { request, context in
+            let id = Self.decoded(context.parameters.get("id"))
+            return await self.respond(request) { try await self.signalRoute($0, request: request, id: id) }
         }
         group.get("login") { request, _ in await self.respond(request) { try await self.loginPage($0) } }
         group.post("login") { request, _ in await self.respond(request) { try await self.login($0, request: request) } }

@@ -56,10 +56,11 @@ package struct ListJSON: Encodable, Sendable {
     package var totalIsLowerBound: Bool
 }
 
-/// `GET /tasks/{id}` as JSON: the task's tree as `progressctl show --json` shows it, its history as `progressctl
-/// history --json`, the changes the lifecycle allows for it now, and its owner.
+/// `GET /tasks/{id}` as JSON: the task's tree across the fleet as `progressctl show --json` shows it (child jobs with
+/// their workers, dependencies, dependents and signals on the first node), its history as `progressctl history
+/// --json`, the changes the lifecycle allows for it now, and its owner.
 package struct JobJSON: Encodable, Sendable {
-    package var tree: [TaskJSON]
+    package var tree: [TreeNodeJSON]
     /// The last ``ConsoleReader/historyLimit`` events of the tree (progress samples left out), oldest first.
     package var history: [EventJSON]
     /// Every failure recorded in the tree's history, by attempt.
@@ -91,6 +92,10 @@ package struct LiveRowJSON: Encodable, Sendable, Equatable {
     package var depth: Int
     /// For the job page's count lines: `412 completed · 3 failed` (the row is no task then).
     @Null package var summary: String?
+    /// On a link's row (the job page): the child job it stands for.
+    @Null package var job: String? = nil
+    /// On a link's row: the worker that holds its child job, `w1 on host-a` (`removed` for a child job removed).
+    @Null package var worker: String? = nil
 
     /// A row of these values.
     package init(

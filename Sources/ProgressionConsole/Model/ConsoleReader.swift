@@ -131,6 +131,8 @@ package struct ConsoleReader: Sendable {
     package struct Job: Sendable {
         package var task: TaskRecord
         package var tree: [TaskRecord]
+        /// The tree across the fleet: child jobs with their workers and steps, dependencies, dependents, signals.
+        package var view: JobTreeView
         package var depths: [String: Int]
         package var history: [TaskEvent]
         /// Whether the history has more than ``historyLimit`` events.
@@ -143,8 +145,10 @@ package struct ConsoleReader: Sendable {
     }
 
     package func job(_ task: TaskRecord, now: Date = Date()) async throws -> Job {
-        let tree = try await store.checked { try await $0.tree(of: task.id) }
-        guard !tree.isEmpty else { throw ConsoleError.notFound("task '\(task.id)' was removed") }
+        guard let view = try await store.jobTreeView(of: task.id) else {
+            throw ConsoleError.notFound("task '\(task.id)' was removed")
+        }
+        let tree = view.nodes
         let kinds = Set(TaskEvent.Kind.allCases).subtracting([.progress])
         let history = try await store.checked {
             try await $0.events(EventQuery(taskID: task.id, kinds: kinds, limit: Self.historyLimit + 1, tail: true))
@@ -158,24 +162,43 @@ package struct ConsoleReader: Sendable {
             owner = try await store.ownerReports(now: now).first { $0.id == ownerID }
         }
         return Job(
-            task: tree[0], tree: tree, depths: TaskJSON.depths(of: tree),
+            task: tree[0], tree: tree, view: view, depths: TaskJSON.depths(of: tree),
             history: Array(history.suffix(Self.historyLimit)), historyIsCut: history.count > Self.historyLimit,
             errors: errors, owner: owner, root: root, failedSteps: try await failedSteps([tree[0]])[tree[0].id] ?? 0)
     }
 
-    package func jobJSON(_ job: Job, actions: [ControlRequest.Action]) -> JobJSON {
+    package func jobJSON(_ job: Job, actions: [ControlRequest.Action], now: Date = Date()) -> JobJSON {
         let names = Dictionary(job.tree.map { ($0.id, $0.name) }, uniquingKeysWith: { first, _ in first })
         return JobJSON(
-            tree: job.tree.map {
-                TaskJSON($0, depth: job.depths[$0.id] ?? 0, failedSteps: $0.id == job.task.id ? job.failedSteps : 0)
-            },
+            tree: job.view.json(now: now),
             history: job.history.map { EventJSON($0, names: names) },
             errors: job.errors.map { EventJSON($0, names: names) }, actions: actions.map(\.rawValue), owner: job.owner)
     }
 
-    /// The rows of the job page's tree: as `progressctl watch` shows a tree (the task, its running, paused and failed
-    /// descendants, a line counting the other children of each parent), or, with `expanded`, every node (at most
-    /// ``expandLimit``).
+    /// The rows of the job page's tree across the fleet (``JobTreeView/graftedNodes``: below each link the steps of
+    /// its child job, when they were read): as `progressctl watch` shows a tree (the task, its running, paused and
+    /// failed descendants, a line counting the other children of each parent), or, with `expanded`, every node (at
+    /// most ``expandLimit``). A link's row names its child job and the worker that holds it.
+    package static func treeRows(
+        _ view: JobTreeView, expanded: Bool, failedSteps: Int = 0, now: Date = Date()
+    ) -> [LiveRowJSON] {
+        let nodes = view.graftedNodes
+        var childOfLink: [String: String] = [:]
+        for node in nodes { if let child = node.childJobID { childOfLink[node.id] = child } }
+        return treeRows(nodes, expanded: expanded, failedSteps: failedSteps).map { row in
+            guard row.summary == nil, let childID = childOfLink[row.id] else { return row }
+            var row = row
+            row.job = childID
+            if let child = view.childJobs[childID], let owner = view.worker(of: child) {
+                row.worker = "\(owner.id) on \(owner.host)"
+            } else if view.childJobs[childID] == nil {
+                row.worker = "removed"
+            }
+            return row
+        }
+    }
+
+    /// The rows of `tree` (see ``treeRows(_:expanded:failedSteps:now:)``).
     package static func treeRows(_ tree: [TaskRecord], expanded: Bool, failedSteps: Int = 0) -> [LiveRowJSON] {
         guard !tree.isEmpty else { return [] }
         if expanded {
@@ -207,10 +230,22 @@ package struct ConsoleReader: Sendable {
     }
 
     package func jobLive(_ id: String, expanded: Bool) async throws -> JobLiveJSON {
-        let tree = try await store.checked { try await $0.tree(of: id) }
-        guard let top = tree.first else { return JobLiveJSON(status: "removed", rows: []) }
+        guard let view = try await store.jobTreeView(of: id, relations: false) else {
+            return JobLiveJSON(status: "removed", rows: [])
+        }
+        let top = view.task
         let failed = try await failedSteps([top])[top.id] ?? 0
-        return JobLiveJSON(status: top.displayStatus, rows: Self.treeRows(tree, expanded: expanded, failedSteps: failed))
+        return JobLiveJSON(status: top.displayStatus, rows: Self.treeRows(view, expanded: expanded, failedSteps: failed))
+    }
+
+    /// The actions the console offers on the page of `job`: those of its task, or, for a link, those of the child job
+    /// it stands for (a change aimed at a link acts on its child job).
+    package func actions(for job: Job, now: Date = Date()) async throws -> [ControlRequest.Action] {
+        guard let childID = job.task.childJobID else { return actions(for: job.task, root: job.root, owner: job.owner) }
+        guard let child = job.view.childJobs[childID] else { return [] }
+        var owner: OwnerJSON?
+        if let ownerID = child.ownerID { owner = try await store.ownerReports(now: now).first { $0.id == ownerID } }
+        return actions(for: child, root: child, owner: owner)
     }
 
     /// The actions the console offers for `task` now: those the lifecycle allows it (as its live owner, or, without

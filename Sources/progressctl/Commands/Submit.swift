@@ -17,11 +17,18 @@ extension Progressctl {
                 nothing is written and that job's id is printed. --at TIME or --delay DURATION make a delayed job: \
                 it waits, holding no slot, listed as scheduled, until then.
 
+                --after ID (repeatable; a unique prefix, or ROOT/NAME of a link for its child job) makes a job that \
+                runs after others: it waits, holding no slot, listed as waiting, until every one of them finished, \
+                then runs on any worker. --if-dependency-fails cancel (the default) cancels it when one of them \
+                fails or is cancelled; run runs it all the same. An id that names no job (unknown, a subtask) is \
+                refused and nothing is written.
+
                 --from FILE (or - for stdin) reads one job per line, as a JSON object:
                   {"kind": "import", "input": {"file": "a.csv"}, "idempotencyKey": "a.csv", "priority": 5}
                 "input" (any JSON) is required; "kind" too unless KIND is given for every line; "name" and \
-                "idempotencyKey" (strings), "priority" (an integer), "retryable" and "pausable" (true or false) and \
-                "runAt" (an ISO-8601 time) are optional and go over the command line's. Blank lines are skipped; any \
+                "idempotencyKey" (strings), "priority" (an integer), "retryable" and "pausable" (true or false), \
+                "runAt" (an ISO-8601 time), "after" (an id or an array of ids) and "ifDependencyFails" ("cancel" or \
+                "run") are optional and go over the command line's. Blank lines are skipped; any \
                 other field is an error. All the jobs are written in one transaction: a line that is not such an \
                 object is reported with its number and nothing is written. The ids are printed one per line, in the \
                 order of the lines.
@@ -31,6 +38,7 @@ extension Progressctl {
                   progressctl submit import --input '{"file": "a.csv"}' --idempotency-key a.csv --retryable --priority 5
                   progressctl submit report --input '{}' --at 2026-11-26T03:00:00Z
                   progressctl submit reminder --input '{"user": 7}' --delay 10m
+                  progressctl submit report --input '{}' --after 3xjggyz2 --after 4ab7k2m1 --if-dependency-fails run
                   progressctl submit --from jobs.jsonl
                   ls *.csv | jq -R -c '{input: {file: .}, idempotencyKey: .}' | progressctl submit import --from -
                 """)
@@ -73,6 +81,12 @@ extension Progressctl {
         @Flag(inversion: .prefixedNo, help: "Whether the job may be paused (default: the kind's).")
         var pausable: Bool?
 
+        @Option(name: .long, help: ArgumentHelp("Run it after this job has finished (repeat for more; a unique prefix is enough).", valueName: "id"))
+        var after: [String] = []
+
+        @Option(name: .customLong("if-dependency-fails"), help: ArgumentHelp("What the job does when a job of --after fails or is cancelled: cancel (the default) or run.", valueName: "cancel|run"))
+        var ifDependencyFails: String?
+
         /// `submit --json`: one object; with `--from`, an array of them in the order of the lines.
         struct SubmitJSON: Encodable {
             var id: String
@@ -84,6 +98,9 @@ extension Progressctl {
 
         func validate() throws {
             if at != nil, delay != nil { throw ValidationError("give --at or --delay, not both") }
+            if at != nil || delay != nil, !after.isEmpty {
+                throw ValidationError("give --at or --delay, or --after: a job waits for a time or for other jobs, not both")
+            }
             if from != nil {
                 if name != nil { throw ValidationError("--name goes with one job; with --from give \"name\" per line") }
                 if input != nil { throw ValidationError("--input and --from exclude each other: the lines carry the inputs") }
@@ -92,11 +109,61 @@ extension Progressctl {
             } else {
                 if kind == nil { throw ValidationError("give the job kind (or --from FILE)") }
                 if input == nil { throw ValidationError("give the job's input with --input JSON (or --from FILE)") }
+                if ifDependencyFails != nil, after.isEmpty {
+                    throw ValidationError("--if-dependency-fails goes with --after: give the jobs to run after")
+                }
             }
+        }
+
+        /// `--if-dependency-fails`, checked.
+        private func dependencyPolicy() throws -> DependencyFailurePolicy? {
+            guard let ifDependencyFails else { return nil }
+            guard let policy = DependencyFailurePolicy(rawValue: ifDependencyFails.lowercased()) else {
+                throw CLIError.usage(
+                    "invalid --if-dependency-fails '\(ifDependencyFails.escapedForTerminal)' (expected cancel or run)")
+            }
+            return policy
+        }
+
+        /// Marks `record` waiting for the jobs `ids` (``JobOptions/after``), with its `waiting` event; returns its
+        /// dependencies.
+        ///
+        /// - Throws: ``ProgressionError/invalidArgument(_:)`` for a job with a run-at time too, or one after itself.
+        static func runAfter(
+            _ ids: [String], policy: DependencyFailurePolicy, record: inout TaskRecord, events: inout [TaskEvent]
+        ) throws(ProgressionError) -> [JobDependency] {
+            let dependencies = try JobOptions(after: ids, ifDependencyFails: policy).dependencies(of: &record)
+            if let waitingFor = record.waitingFor {
+                events.append(
+                    TaskEvent(
+                        taskID: record.id, rootID: record.id, kind: .waiting, at: record.createdAt, attempt: 1,
+                        message: "for \(waitingFor)"))
+            }
+            return dependencies
+        }
+
+        /// Inserts jobs with their events and dependencies in one transaction; a dependency that is not a job (it was
+        /// removed meanwhile) is refused as bad input, and nothing is written. Jobs that run after others are looked
+        /// at at once (the tree keeper's pass): one whose dependencies had finished already is released or cancelled
+        /// now, not when a worker comes.
+        static func insert(
+            _ records: [TaskRecord], events: [TaskEvent], dependencies: [JobDependency], store: OperatorStore
+        ) async throws {
+            guard !dependencies.isEmpty else {
+                try await store.insert(records, events: events)
+                return
+            }
+            do {
+                try await store.insert(records, events: events, dependencies: dependencies)
+            } catch let error as JobDependencyError {
+                throw CLIError.usage("\(error.description); nothing was written")
+            }
+            await TaskControl(store: store, wait: .zero).settleJobTrees()
         }
 
         func run() async throws {
             if let kind, kind.isEmpty { throw CLIError.usage("the kind must not be empty") }
+            _ = try dependencyPolicy()
             if let from {
                 try await submitLines(from: from)
             } else {
@@ -168,9 +235,12 @@ extension Progressctl {
                 throw CLIError.usage("--input is not valid JSON: \((error as NSError).userInfo[NSDebugDescriptionErrorKey] ?? error.localizedDescription)")
             }
             if let id, id.isEmpty { throw CLIError.usage("--id must not be empty") }
+            let policy = try dependencyPolicy() ?? .cancel
             let now = Date()
             let runAt = try runAt(now: now)
             let store = try options.openStore(readOnly: false)
+            var afterIDs: [String] = []
+            for reference in after { afterIDs.append(try await store.resolveJob(reference).id) }
             try await checkKinds([kind], store: store)
             if let key = idempotencyKey, let existing = try await store.checked({ try await $0.root(kind: kind, idempotencyKey: key) }) {
                 try report(existing.id, created: false)
@@ -185,11 +255,17 @@ extension Progressctl {
             let registered = try await store.checked { try await $0.registeredKinds() }
             let taskOptions = Self.options(
                 registered: registered[kind]?.options, retryable: retryable, pausable: pausable, priority: priority)
-            let (record, events) = Self.job(
+            var (record, events) = Self.job(
                 id: taskID, kind: kind, name: name, input: data, idempotencyKey: idempotencyKey, options: taskOptions,
                 runAt: runAt, at: now)
+            let dependencies: [JobDependency]
             do {
-                try await store.insert([record], events: events)
+                dependencies = try Self.runAfter(afterIDs, policy: policy, record: &record, events: &events)
+            } catch {
+                throw CLIError.usage(error.description)
+            }
+            do {
+                try await Self.insert([record], events: events, dependencies: dependencies, store: store)
             } catch let error as TaskStoreError where error.reason == .conflict {
                 // Another submit with the same key may have won the race.
                 if let key = idempotencyKey,
@@ -282,12 +358,13 @@ extension Progressctl {
             let registered = try await store.checked { try await $0.registeredKinds() }.mapValues(\.options)
             // A job whose key another job of the database has is not written again; nor is a second line with the
             // same kind and key. A race with another submit is lost at most twice.
+            let references = try await resolveReferences(jobs, store: store)
             var attempt = 0
             while true {
                 attempt += 1
-                let plan = try await plan(jobs, registered: registered, store: store)
+                let plan = try await plan(jobs, registered: registered, references: references, store: store)
                 do {
-                    try await store.insert(plan.records, events: plan.events)
+                    try await Self.insert(plan.records, events: plan.events, dependencies: plan.dependencies, store: store)
                     try report(plan.results, jobs: jobs)
                     return
                 } catch let error as TaskStoreError where error.reason == .conflict && attempt < 3 {
@@ -304,7 +381,32 @@ extension Progressctl {
         private struct Plan {
             var records: [TaskRecord] = []
             var events: [TaskEvent] = []
+            var dependencies: [JobDependency] = []
             var results: [(id: String, created: Bool)] = []
+        }
+
+        /// The job each `--after` reference of the command line and of the lines names (by reference). Every bad one is
+        /// reported, with its line, before anything is written.
+        private func resolveReferences(_ jobs: [JobLine], store: OperatorStore) async throws -> [String: String] {
+            var resolved: [String: String] = [:]
+            var errors: [String] = []
+            func resolve(_ reference: String, line: Int?) async throws {
+                guard resolved[reference] == nil else { return }
+                do {
+                    resolved[reference] = try await store.resolveJob(reference).id
+                } catch let error as CLIError where error.exitCode == 64 {
+                    errors.append((line.map { "line \($0): " } ?? "--after: ") + error.message)
+                }
+            }
+            for reference in after { try await resolve(reference, line: nil) }
+            for job in jobs {
+                for reference in job.after ?? [] { try await resolve(reference, line: job.line) }
+            }
+            guard errors.isEmpty else {
+                for error in errors.dropLast() { Terminal.standardError("progressctl: error: \(error)") }
+                throw CLIError.usage((errors.last ?? "") + "; nothing was written")
+            }
+            return resolved
         }
 
         /// What becomes of a line: a new job, a job of the database with its kind and key, or the same job as an
@@ -315,7 +417,9 @@ extension Progressctl {
             case sameAs(Int)
         }
 
-        private func plan(_ jobs: [JobLine], registered: [String: TaskOptions], store: OperatorStore) async throws -> Plan {
+        private func plan(
+            _ jobs: [JobLine], registered: [String: TaskOptions], references: [String: String], store: OperatorStore
+        ) async throws -> Plan {
             var resolutions: [Resolution] = []
             var firstWithKey: [String: Int] = [:]
             for (index, job) in jobs.enumerated() {
@@ -339,6 +443,7 @@ extension Progressctl {
             var nextIdentifier = identifiers.lowerBound
             let now = Date()
             let commandRunAt = try runAt(now: now)
+            let commandPolicy = try dependencyPolicy() ?? .cancel
             var plan = Plan()
             for (job, resolution) in zip(jobs, resolutions) {
                 switch resolution {
@@ -352,9 +457,21 @@ extension Progressctl {
                     let taskOptions = Self.options(
                         registered: registered[job.kind], retryable: job.retryable ?? retryable,
                         pausable: job.pausable ?? pausable, priority: job.priority ?? priority)
-                    let (record, events) = Self.job(
+                    let after = (job.after ?? self.after).compactMap { references[$0] }
+                    let runAt = after.isEmpty ? job.runAt.map { $0 > now ? $0 : nil } ?? commandRunAt : nil
+                    if !after.isEmpty, job.runAt != nil || commandRunAt != nil {
+                        throw CLIError.usage(
+                            "line \(job.line): a job waits for a time (runAt, --at, --delay) or for other jobs (after, --after), not both")
+                    }
+                    var (record, events) = Self.job(
                         id: id, kind: job.kind, name: job.name, input: job.input, idempotencyKey: job.idempotencyKey,
-                        options: taskOptions, runAt: job.runAt.map { $0 > now ? $0 : nil } ?? commandRunAt, at: now)
+                        options: taskOptions, runAt: runAt, at: now)
+                    do {
+                        plan.dependencies += try Self.runAfter(
+                            after, policy: job.ifDependencyFails ?? commandPolicy, record: &record, events: &events)
+                    } catch {
+                        throw CLIError.usage("line \(job.line): \(error.description)")
+                    }
                     plan.records.append(record)
                     plan.events += events
                     plan.results.append((id, true))
@@ -411,8 +528,15 @@ struct JobLine {
     var pausable: Bool?
     /// When it may run (`runAt`, ISO 8601).
     var runAt: Date?
+    /// The jobs it runs after (`after`: an id or an array of ids, prefixes allowed), `nil` when the line gives none.
+    var after: [String]?
+    /// What it does when one of them fails (`ifDependencyFails`).
+    var ifDependencyFails: DependencyFailurePolicy?
 
-    static let fields = ["kind", "input", "name", "idempotencyKey", "priority", "retryable", "pausable", "runAt"]
+    static let fields = [
+        "kind", "input", "name", "idempotencyKey", "priority", "retryable", "pausable", "runAt", "after",
+        "ifDependencyFails",
+    ]
 
     /// Every bad line, as `line 3: …`.
     struct Errors: Error {
@@ -495,10 +619,33 @@ struct JobLine {
         }
         let retryable = flag("retryable")
         let pausable = flag("pausable")
+        var after: [String]?
+        switch object["after"] {
+        case nil, .null: break
+        case .string(let id) where !id.isEmpty: after = [id]
+        case .array(let values):
+            let ids = values.compactMap { value -> String? in
+                if case .string(let id) = value, !id.isEmpty { return id }
+                return nil
+            }
+            if ids.count == values.count {
+                after = ids
+            } else {
+                problems.append("\"after\" must be a job id or an array of job ids")
+            }
+        default: problems.append("\"after\" must be a job id or an array of job ids")
+        }
+        var policy: DependencyFailurePolicy?
+        switch object["ifDependencyFails"] {
+        case nil, .null: break
+        case .string(let text) where DependencyFailurePolicy(rawValue: text) != nil:
+            policy = DependencyFailurePolicy(rawValue: text)
+        default: problems.append("\"ifDependencyFails\" must be \"cancel\" or \"run\"")
+        }
         guard problems.isEmpty, let kind else { return .failure(Errors(lines: problems)) }
         return .success(
             JobLine(
                 line: number, kind: kind, input: input, name: name, idempotencyKey: key, priority: priority,
-                retryable: retryable, pausable: pausable, runAt: runAt))
+                retryable: retryable, pausable: pausable, runAt: runAt, after: after, ifDependencyFails: policy))
     }
 }

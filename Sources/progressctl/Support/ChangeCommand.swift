@@ -39,14 +39,15 @@ struct ChangeCommand {
 
     private func runOne(_ id: String) async throws {
         let store = try options.openStore(readOnly: change.dryRun)
-        let task = try await store.resolveTask(id)
+        let control = TaskControl(store: store, wait: change.waitDuration)
+        let aimed = try await store.resolveTask(id)
         do {
-            try precheck(task)
-        } catch {
-            throw CLIError(error.message)
+            // A link stands for its child job: the change acts on that job (``TaskControl`` says so in its report).
+            try precheck(try await control.target(of: aimed))
+        } catch let refusal as TaskControl.Refusal {
+            throw CLIError(refusal.message)
         }
-        let result = try await TaskControl(store: store, wait: change.waitDuration)
-            .perform(action, on: task, dryRun: change.dryRun)
+        let result = try await control.perform(action, on: aimed, dryRun: change.dryRun)
         try ChangeReport.print([result], json: options.json)
     }
 
@@ -109,7 +110,8 @@ enum ChangeReport {
         for result in results {
             let verb = result.dryRun ? "would \(result.action)" : result.action
             let how = result.via == "owner" ? " (by owner '\(result.ownerID ?? "")')" : ""
-            Terminal.output("\(verb) \(result.id) (\(result.name))\(how): \(result.outcome)".escapedForTerminal)
+            let link = result.link.map { " (the child job of link \($0))" } ?? ""
+            Terminal.output("\(verb) \(result.id) (\(result.name))\(link)\(how): \(result.outcome)".escapedForTerminal)
         }
     }
 }

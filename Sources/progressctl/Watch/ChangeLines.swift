@@ -5,7 +5,8 @@ import ProgressionOperator
 /// What `watch` prints when stdout is not a terminal: one line for each watched root whose status, percent or
 /// step changed since it was last printed (every node's with `all`), as text or as one JSON object per line.
 ///
-/// A text line is `id status percent step`, followed by `rate R eta T` when the rate is known, e.g.
+/// A text line is `id status percent step` (for a waiting job, what it waits for: `for 3 child jobs`), followed by
+/// `rate R eta T` when the rate is known, e.g.
 /// `01a20337 running 42% parse rate 12%/min eta 4m50s`. Control characters in the step are escaped, so a line is
 /// always one line.
 struct ChangeLines {
@@ -27,7 +28,7 @@ struct ChangeLines {
         var lines: [String] = []
         for tree in ordered {
             for (index, node) in tree.enumerated() where all || index == 0 {
-                let state = "\(node.displayStatus)|\(Format.percent(node.progress))|\(node.step ?? "")"
+                let state = "\(node.displayStatus)|\(Format.percent(node.progress))|\(Self.step(of: node) ?? "")"
                 guard printed[node.id] != state else { continue }
                 printed[node.id] = state
                 let rate = index == 0 ? rates.rate(of: node) : nil
@@ -39,9 +40,14 @@ struct ChangeLines {
         return lines
     }
 
+    /// The step a line shows: what a waiting job waits for (`for 3 child jobs`), else its step.
+    static func step(of node: TaskRecord) -> String? {
+        node.waitReason == .waiting ? Format.wait(node) : node.step
+    }
+
     /// `id status percent step`, and `rate R eta T` when the rate is known.
     static func textLine(_ node: TaskRecord, rate: Double?, timeLeft: TimeInterval?) -> String {
-        var fields = [node.id, node.displayStatus, Format.percent(node.progress), node.step ?? "-"]
+        var fields = [node.id, node.displayStatus, Format.percent(node.progress), step(of: node) ?? "-"]
         if rate != nil { fields += ["rate", Format.rate(rate), "eta", Format.timeLeft(timeLeft)] }
         return TerminalWidth.printable(fields.joined(separator: " "))
     }

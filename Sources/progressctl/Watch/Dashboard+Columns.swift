@@ -4,7 +4,7 @@ import ProgressionOperator
 
 extension Dashboard {
     /// The widths, in cells, of the columns of the task rows: name, bar, percent, rate, time left, step, status and
-    /// short id. A width of 0 leaves the column out. The columns and the spaces between them add up to `total`.
+    /// short id (on a link's row, the id of its child job). A width of 0 leaves the column out. The columns and the spaces between them add up to `total`.
     /// The status and id columns are as wide as the widest status and short id shown.
     struct Columns: Sendable, Hashable {
         var total: Int
@@ -53,10 +53,11 @@ extension Dashboard {
                 case .task(let task, let depth):
                     record = task
                     nameWanted = max(nameWanted, 2 * depth + TerminalWidth.width(of: task.name))
+                    if let child = task.childJobID { idWanted = max(idWanted, TerminalWidth.width(of: child)) }
                 case .summary:
                     continue
                 }
-                stepWanted = max(stepWanted, TerminalWidth.width(of: record.step ?? ""))
+                stepWanted = max(stepWanted, TerminalWidth.width(of: Self.step(of: record)))
                 statusWanted = max(statusWanted, record.displayStatus.count)
             }
             var columns = Columns(total: width)
@@ -93,7 +94,8 @@ extension Dashboard {
                     record, depth: 0, rate: Format.rate(rate), timeLeft: Format.timeLeft(timeLeft),
                     id: shortIDs[record.id] ?? record.id, style: style)
             case .task(let record, let depth):
-                return taskLine(record, depth: depth, rate: "", timeLeft: "", id: "", style: style)
+                // A link shows the id of the child job it stands for.
+                return taskLine(record, depth: depth, rate: "", timeLeft: "", id: record.childJobID ?? "", style: style)
             case .summary(let counts, let depth):
                 let order: [TaskStatus] = [.completed, .failed, .cancelled, .pending, .running, .paused]
                 let text = order.compactMap { status in counts[status].map { "\($0) \(status)" } }
@@ -124,10 +126,16 @@ extension Dashboard {
             add(Format.percent(record.progress), width: percent, gap: bar > 0 ? 1 : 2, alignRight: true)
             add(rate, width: self.rate, gap: 2, alignRight: true)
             add(timeLeft, width: self.timeLeft, gap: self.rate > 0 ? 1 : 2, alignRight: true)
-            add(record.step ?? "", width: step, gap: 2)
+            add(Self.step(of: record), width: step, gap: 2)
             add(record.displayStatus, width: status, gap: 2, color: Format.color(of: record.status))
             add(id, width: self.id, gap: 2)
             return line + String(repeating: " ", count: max(0, total - cells))
+        }
+
+        /// The step column of a row: what a waiting job waits for (`for 3 child jobs`), else its step.
+        static func step(of record: TaskRecord) -> String {
+            if record.waitReason == .waiting, let wait = Format.wait(record) { return wait }
+            return record.step ?? ""
         }
 
         /// `width` cells: `█` for what is done, `░` for what is not, `·` throughout when progress is unknown.

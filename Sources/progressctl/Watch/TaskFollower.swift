@@ -10,6 +10,8 @@ import ProgressionOperator
 ///
 /// Trees are read whole only when `wholeTrees` is set (the dashboard needs them; change lines without `--all`
 /// need only the roots), and a finished tree is read once: it is read again only when its root changes (a retry).
+/// The task followed by id is read across the fleet (``JobTreeView``): below each of its links, the steps of the
+/// child job it stands for, wherever that runs (the unfinished ones that ran, at most ``JobTreeView/expandLimit``).
 struct TaskFollower {
     /// The task followed, or `nil` to follow every unfinished root.
     let taskID: String?
@@ -72,8 +74,9 @@ struct TaskFollower {
         for (id, root) in current {
             if let known = trees[id], known[0] == root, root.status.isFinished {
                 next[id] = known
-            } else if !wholeTrees || root.status == .pending {
-                // A pending root's descendants, if any, are left from an earlier attempt.
+            } else if !wholeTrees || (root.status == .pending && root.waitReason != .waiting) {
+                // A pending root's descendants, if any, are left from an earlier attempt; a waiting one's are its
+                // steps so far and the links of the child jobs it waits for.
                 next[id] = [root]
             } else {
                 let tree = try await read(id, from: store)
@@ -85,6 +88,9 @@ struct TaskFollower {
     }
 
     private func read(_ id: String, from store: OperatorStore) async throws -> [TaskRecord] {
+        if wholeTrees, id == taskID {
+            return try await store.jobTreeView(of: id, relations: false)?.graftedNodes ?? []
+        }
         if wholeTrees { return try await store.checked { try await $0.tree(of: id) } }
         return try await store.checked { try await $0.task(id: id) }.map { [$0] } ?? []
     }
