@@ -352,7 +352,8 @@ extension GraphState {
             link.record.startedAt = row.startedAt
             link.record.finishedAt = row.finishedAt
             link.record.rate = row.rate
-            link.record.awaited = row.awaited
+            // Not `awaited` (nor `share`): this executor writes them while the root runs here, and a row read before
+            // its last write would put back, in memory and in the next write of the link, a flag it has just set.
             link.record.updatedAt = max(link.record.updatedAt, row.updatedAt)
             guard link.record != before else { continue }
             link.committed = CommittedState(link.record, sequence: link.committed.sequence)
