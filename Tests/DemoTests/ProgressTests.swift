@@ -55,7 +55,8 @@ struct ProgressTests {
             if root.status.isFinished { finished = root }
             return root.status.isFinished
         }
-        #expect(Set(seen.filter { $0 > 0 && $0 < 1 }).count >= 3, "values in between: \(seen)")
+        // How many values this loop sees depends on how often a busy test process runs it: the values in between are
+        // asked of the watch below (a process of its own), the rules of each value of this loop.
         #expect(finished?.status == .completed)
         #expect(finished?.progress == 1)
         #expect(zip(seen, seen.dropFirst()).allSatisfy { $0 <= $1 }, "monotone: \(seen)")

@@ -19,8 +19,10 @@ import Testing
     /// (pending), one named ``hostileChild``; a dependency `dep-1`, a dependent `next-1`, and a signal sent to it.
     static func seed(_ store: any TaskStoreBackend) async throws {
         let start = ConsoleFixture.start
+        // Its heartbeat an hour ahead: w1 reads as alive however long a loaded machine takes to reach the checks.
         try await store.saveOwner(
-            OwnerRecord(id: "w1", host: "host-a", pid: 4242, startedAt: Date(), heartbeatAt: Date()))
+            OwnerRecord(
+                id: "w1", host: "host-a", pid: 4242, startedAt: Date(), heartbeatAt: Date().addingTimeInterval(3_600)))
         let load = TaskRecord(
             id: "dep-1", name: "load <b>", kind: "load", input: Data("{}".utf8), status: .completed, progress: 1,
             createdAt: start, startedAt: start, finishedAt: start)

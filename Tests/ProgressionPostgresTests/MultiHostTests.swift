@@ -60,6 +60,17 @@ struct MultiHostTests {
         return records.map(\.id)
     }
 
+    /// The job that checksums the one folder of `job`'s directory (the demo's job starts one child job per folder,
+    /// which any host runs; its steps are the files).
+    static func folderJob(of job: String, in database: Database) async throws -> String {
+        var folder: String?
+        try await poll("\(job) to start its folder's job", timeout: .seconds(60)) {
+            folder = try await database.store.tree(of: job).first(where: \.isLink)?.childJobID
+            return folder != nil
+        }
+        return try #require(folder)
+    }
+
     /// A demo service as `host` (it claims only what it can start now, leaving the rest to the other host).
     static func serve(
         _ database: Database, host: String, concurrency: Int, in scratch: TemporaryDirectory
@@ -90,8 +101,9 @@ struct MultiHostTests {
             ids += try await Self.submit(Array(directories[wave..<(wave + 10)]), delayMilliseconds: 0, to: database.store)
             try await Task.sleep(for: .milliseconds(100))
         }
+        // Each job's files are in one folder: one child job each, which either host runs.
         try await poll("200 jobs to complete", timeout: .seconds(120)) {
-            try await database.store.countRoots(TaskQuery(statuses: [.completed])) == 200
+            try await database.store.countRoots(TaskQuery(statuses: [.completed], kind: "checksum")) == 200
         }
         let ownersA = try await database.owners(of: "host-a")
         let ownersB = try await database.owners(of: "host-b")
@@ -100,11 +112,17 @@ struct MultiHostTests {
         for id in ids {
             let root = try #require(try await database.store.task(id: id))
             #expect(root.status == .completed && root.attempt == 1 && root.interruptions == 0)
-            if let owner = root.ownerID, ownersA.contains(owner) { ranOnA += 1 }
-            if let owner = root.ownerID, ownersB.contains(owner) { ranOnB += 1 }
-            // Ran once: one start and one completion in its history.
-            let events = try await database.store.events(EventQuery(taskID: id, kinds: [.started, .completed, .interrupted]))
-            #expect(events.filter { $0.taskID == id }.map(\.kind) == [.started, .completed], "\(id)")
+            let events = try await database.store.events(EventQuery(taskID: id, kinds: [.completed, .interrupted]))
+            #expect(events.filter { $0.taskID == id }.map(\.kind) == [.completed], "\(id)")
+            // Its folder's job ran once, on one host: one start and one completion in its history.
+            let folderID = try #require(try await database.store.tree(of: id).first(where: \.isLink)?.childJobID)
+            let folder = try #require(try await database.store.task(id: folderID))
+            #expect(folder.status == .completed && folder.attempt == 1 && folder.interruptions == 0)
+            if let owner = folder.ownerID, ownersA.contains(owner) { ranOnA += 1 }
+            if let owner = folder.ownerID, ownersB.contains(owner) { ranOnB += 1 }
+            let folderEvents = try await database.store.events(
+                EventQuery(taskID: folderID, kinds: [.started, .completed, .interrupted]))
+            #expect(folderEvents.filter { $0.taskID == folderID }.map(\.kind) == [.started, .completed], "\(folderID)")
         }
         #expect(ranOnA + ranOnB == 200)
         #expect(ranOnA > 0 && ranOnB > 0, "work shared: host-a ran \(ranOnA), host-b \(ranOnB)")
@@ -115,57 +133,62 @@ struct MultiHostTests {
         await b.terminate()
     }
 
-    /// Starts host-a alone with one slow job, waits until it has completed `steps` file steps, then starts host-b.
+    /// Starts host-a alone with one slow job, waits until its folder's job has completed `steps` file steps there,
+    /// then starts host-b. Returns the job, its folder's job (where the files are read) and host-a's owner of it.
     static func slowJobOnHostA(
         _ database: Database, in scratch: TemporaryDirectory, files: Int, delay: Int, steps: Int
-    ) async throws -> (job: String, a: ChildProcess, b: ChildProcess, ownerA: String) {
+    ) async throws -> (job: String, folder: String, a: ChildProcess, b: ChildProcess, ownerA: String) {
         let directory = try makeData(1, files: files, in: scratch)
         let a = try serve(database, host: "host-a", concurrency: 2, in: scratch)
         try await poll("host-a to start", timeout: .seconds(60)) { a.output.contains("serving checksum jobs") }
         let job = try await submit(directory, delayMilliseconds: delay, to: database.store)[0]
+        let folder = try await folderJob(of: job, in: database)
         try await poll("host-a to complete \(steps) file steps", timeout: .seconds(60)) {
-            try await database.store.tree(of: job).filter { $0.status == .completed && $0.name.hasSuffix(".txt") }.count
-                >= steps
+            try await database.store.tree(of: folder).filter { $0.status == .completed && $0.name.hasSuffix(".txt") }
+                .count >= steps
         }
-        let ownerA = try #require(try await database.store.task(id: job)?.ownerID)
+        let ownerA = try #require(try await database.store.task(id: folder)?.ownerID)
         #expect(try await database.owners(of: "host-a").contains(ownerA))
         let b = try serve(database, host: "host-b", concurrency: 2, in: scratch)
         try await poll("host-b to start", timeout: .seconds(60)) { b.output.contains("serving checksum jobs") }
-        return (job, a, b, ownerA)
+        return (job, folder, a, b, ownerA)
     }
 
     @Test func aKilledHostsJobIsResumedByTheOtherOnlyOnceItsHeartbeatIsStale() async throws {
         let scratch = try TemporaryDirectory()
         let database = try await Database()
-        let (job, a, b, ownerA) = try await Self.slowJobOnHostA(database, in: scratch, files: 12, delay: 250, steps: 3)
+        let (job, folder, a, b, ownerA) = try await Self.slowJobOnHostA(
+            database, in: scratch, files: 12, delay: 250, steps: 3)
         defer { Task { await a.terminate(); await b.terminate() } }
         a.signal(SIGKILL)
         _ = try await a.waitForExit(timeout: .seconds(120))
-        let done = try await database.store.tree(of: job).filter { $0.status == .completed && $0.name.hasSuffix(".txt") }
+        let done = try await database.store.tree(of: folder).filter {
+            $0.status == .completed && $0.name.hasSuffix(".txt")
+        }
         let lastHeartbeat = try #require(try await database.store.owners().first { $0.id == ownerA }?.heartbeatAt)
 
-        try await poll("host-b to take the job", timeout: .seconds(120)) {
-            try await database.store.task(id: job)?.ownerID != ownerA
+        try await poll("host-b to take the folder's job", timeout: .seconds(120)) {
+            try await database.store.task(id: folder)?.ownerID != ownerA
         }
         let takenAt = Date()
         // Not before the heartbeat went stale (the claim's own time, in the history, tells when).
-        let interrupted = try await database.store.events(EventQuery(taskID: job, kinds: [.interrupted]))
-            .filter { $0.taskID == job }
+        let interrupted = try await database.store.events(EventQuery(taskID: folder, kinds: [.interrupted]))
+            .filter { $0.taskID == folder }
         let claimedAt = interrupted.last?.at ?? takenAt
         #expect(claimedAt.timeIntervalSince(lastHeartbeat) >= Self.staleAfter, "taken \(claimedAt.timeIntervalSince(lastHeartbeat)) s after the last heartbeat")
         let ownersB = try await database.owners(of: "host-b")
-        #expect(ownersB.contains(try #require(try await database.store.task(id: job)?.ownerID)))
+        #expect(ownersB.contains(try #require(try await database.store.task(id: folder)?.ownerID)))
 
         try await poll("the job to complete on host-b", timeout: .seconds(60)) {
             try await database.store.task(id: job)?.status == .completed
         }
         let root = try #require(try await database.store.task(id: job))
-        #expect(root.interruptions == 1)
+        #expect(try await database.store.task(id: folder)?.interruptions == 1)
         // Completed steps were skipped: their stored results came back, their rows untouched.
         let summary = try JSONDecoder().decode(Summary.self, from: try #require(root.checkpoint))
         #expect(summary.files == 12)
         #expect(summary.skipped >= done.count, "skipped \(summary.skipped), completed before the kill \(done.count)")
-        let after = try await database.store.tree(of: job)
+        let after = try await database.store.tree(of: folder)
         for step in done {
             let now = try #require(after.first { $0.id == step.id })
             #expect(now.finishedAt == step.finishedAt && now.result == step.result && now.attempt == step.attempt)
@@ -176,13 +199,14 @@ struct MultiHostTests {
     @Test func aHostStoppedPastItsLeaseFindsItsWritesRejectedAndStopsTheJob() async throws {
         let scratch = try TemporaryDirectory()
         let database = try await Database()
-        let (job, a, b, ownerA) = try await Self.slowJobOnHostA(database, in: scratch, files: 16, delay: 300, steps: 2)
+        let (job, folder, a, b, ownerA) = try await Self.slowJobOnHostA(
+            database, in: scratch, files: 16, delay: 300, steps: 2)
         defer { Task { await a.terminate(); await b.terminate() } }
         a.signal(SIGSTOP)
-        try await poll("host-b to take the job", timeout: .seconds(120)) {
-            try await database.store.task(id: job)?.ownerID != ownerA
+        try await poll("host-b to take the folder's job", timeout: .seconds(120)) {
+            try await database.store.task(id: folder)?.ownerID != ownerA
         }
-        let ownerB = try #require(try await database.store.task(id: job)?.ownerID)
+        let ownerB = try #require(try await database.store.task(id: folder)?.ownerID)
         #expect(try await database.owners(of: "host-b").contains(ownerB))
         // The first host comes back while the second runs the job: its writes are rejected and it stops the job.
         a.signal(SIGCONT)
@@ -193,14 +217,16 @@ struct MultiHostTests {
             try await database.store.task(id: job)?.status == .completed
         }
         let root = try #require(try await database.store.task(id: job))
-        #expect(root.ownerID == ownerB)
-        let events = try await database.store.events(EventQuery(taskID: job)).filter { $0.taskID == job }
-        #expect(events.filter { $0.kind == .completed }.count == 1)
+        #expect(try await database.store.task(id: folder)?.ownerID == ownerB)
+        for id in [job, folder] {
+            let events = try await database.store.events(EventQuery(taskID: id)).filter { $0.taskID == id }
+            #expect(events.filter { $0.kind == .completed }.count == 1)
+        }
         let summary = try JSONDecoder().decode(Summary.self, from: try #require(root.checkpoint))
         #expect(summary.files == 16)
         // host-a is alive and holds nothing: the job's code stopped there, and no row of it names host-a.
         #expect(kill(a.pid, 0) == 0)
-        let tree = try await database.store.tree(of: job)
+        let tree = try await database.store.tree(of: job) + database.store.tree(of: folder)
         #expect(tree.allSatisfy { $0.status == .completed })
         try await poll("host-a to hold no unfinished root", timeout: .seconds(120)) {
             try await database.store.roots(TaskQuery(statuses: [.pending, .running, .paused])).allSatisfy { $0.ownerID != ownerA }
@@ -216,7 +242,10 @@ struct MultiHostTests {
         let a = try Self.serve(database, host: "host-a", concurrency: 2, in: scratch)
         defer { Task { await a.terminate() } }
         try await poll("host-a to start", timeout: .seconds(60)) { a.output.contains("serving checksum jobs") }
-        let job = try await Self.submit(directory, delayMilliseconds: 100, to: database.store)[0]
+        let parent = try await Self.submit(directory, delayMilliseconds: 100, to: database.store)[0]
+        // The folder's job runs on host-a (its parent waits for it, without an owner): the changes aimed at it go to
+        // host-a as control requests.
+        let job = try await Self.folderJob(of: parent, in: database)
         try await poll("the job to run", timeout: .seconds(60)) { try await database.store.task(id: job)?.status == .running }
         func ctl(_ arguments: String...) async throws -> (status: Int32, output: String) {
             try await ChildProcess.run("progressctl", ["--db", database.url] + arguments, host: "host-c", in: scratch)
@@ -237,6 +266,10 @@ struct MultiHostTests {
             }
             let requests = try await database.store.pendingControlRequests(for: nil)
             #expect(requests.isEmpty)
+        }
+        // The parent, whose child was cancelled, ends before its child runs again (else its end would cancel it).
+        try await poll("the parent to end", timeout: .seconds(60)) {
+            try await database.store.task(id: parent)?.status.isFinished == true
         }
         let retried = try await ctl("retry", job)
         #expect(retried.status == 0, "\(retried.output)")

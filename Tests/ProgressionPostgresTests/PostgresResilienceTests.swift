@@ -198,7 +198,9 @@ struct PostgresResilienceTests {
             try await server.start()
             let lastError = Recorder<String>()
             do {
-                try await poll("a call to succeed once the server is back", timeout: .seconds(60)) {
+                // postgres-nio's pool backs off between failed connection attempts (100 ms × 1.25ⁿ, at most 60 s): a
+                // server that a loaded machine took long to start again is reached within a minute of that.
+                try await poll("a call to succeed once the server is back", timeout: .seconds(180)) {
                     do {
                         _ = try await store.statistics()
                         return true
