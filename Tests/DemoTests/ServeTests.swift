@@ -37,6 +37,61 @@ struct ServeTests {
         #expect(service.stderr.contains("stopped"))
     }
 
+    /// Issue 35: each folder of the directory is a child job, which any `serve` on the database runs: two services
+    /// split one directory, and the job's root sums both. The first holds two folders (its two slots) when the second
+    /// starts, so that the second finds folders left to take however slowly it starts.
+    @Test func twoServicesOnOneDatabaseSplitOneDirectoryByFolder() async throws {
+        let temp = try TemporaryDirectory()
+        let data = temp.url.appendingPathComponent("data")
+        let folders = (0..<8).map { "folder-\($0)" }
+        for folder in folders {
+            let directory = data.appendingPathComponent(folder)
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            for index in 0..<4 {
+                try Data(String(repeating: "\(folder) \(index)\n", count: 200).utf8)
+                    .write(to: directory.appendingPathComponent("f\(index).txt"))
+            }
+        }
+        let db = temp.file("db.sqlite")
+        let first = try ChildProcess("progression-demo", ["serve", "--db", db, "--concurrency", "2"], in: temp)
+        try await poll("the first service to start") { first.stderr.contains("serving checksum jobs") }
+        let input = #"{"directory": "\#(data.path)", "fileDelayMilliseconds": 400, "parallelFiles": 1}"#
+        let submitted = try await ChildProcess.run(
+            "progressctl", ["--db", db, "submit", "checksum", "--input", input], in: temp)
+        #expect(submitted.status == 0, "\(submitted.stderr)")
+        let jobID = submitted.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        let store = try SQLiteTaskStore(path: db)
+        try await poll("the first service to run two folders") {
+            try await store.roots(TaskQuery(statuses: [.running], kind: "checksum-folder")).count == 2
+        }
+        let second = try ChildProcess("progression-demo", ["serve", "--db", db, "--concurrency", "2"], in: temp)
+        try await poll("the job to complete", timeout: .seconds(180)) {
+            try await store.task(id: jobID)?.status == .completed
+        }
+        let root = try #require(try await store.task(id: jobID))
+        #expect(root.progress == 1)
+        let links = try await store.tree(of: jobID).filter(\.isLink)
+        #expect(links.count == 8 && links.allSatisfy { $0.status == .completed && $0.progress == 1 })
+        // Which process ran each folder's job: its owner's pid.
+        let pids = Dictionary(try await store.owners().map { ($0.id, $0.pid) }, uniquingKeysWith: { first, _ in first })
+        var ranBy: [Int32: Int] = [:]
+        for link in links {
+            let childID = try #require(link.childJobID)
+            let child = try #require(try await store.task(id: childID))
+            #expect(child.status == .completed && child.parentJobID == jobID)
+            if let owner = child.ownerID, let pid = pids[owner] { ranBy[pid, default: 0] += 1 }
+        }
+        #expect(ranBy[first.pid, default: 0] > 0 && ranBy[second.pid, default: 0] > 0, "folders by pid: \(ranBy)")
+        #expect(ranBy.values.reduce(0, +) == 8)
+        let manifest = try String(contentsOfFile: data.path + ".manifest.tsv", encoding: .utf8)
+        #expect(manifest.split(separator: "\n").count == 33)
+        for service in [first, second] {
+            service.signal(SIGTERM)
+            #expect(try await service.waitForExit(timeout: .seconds(120)) == 0)
+        }
+        await store.close()
+    }
+
     /// Issue 22, defect 10: the service's log missed "job completed" lines (16 of 3,000) and ran seconds behind, being
     /// fed by the progress stream, which coalesces. Each of 300 quick jobs logs one line, by the time it is completed.
     @Test func everyFinishedJobIsLoggedOnce() async throws {
