@@ -61,17 +61,22 @@ extension PostgresTaskStore {
                     guard !changes.isEmpty else { return 0 }
                     var reads = PostgresJobTreeReads()
                     var plan: JobTreePlan
+                    var replans = 0
                     while true {
-                        do {
-                            plan = try JobTreeKeeper.plan(changes, reader: reads, now: now)
-                            break
-                        } catch let miss as JobTreeReadMiss {
-                            reads.results[miss.read] = try await fetch(miss.read, connection: connection)
+                        while true {
+                            do {
+                                plan = try JobTreeKeeper.plan(changes, reader: reads, now: now)
+                                break
+                            } catch let miss as JobTreeReadMiss {
+                                reads.results[miss.read] = try await fetch(miss.read, connection: connection)
+                            }
                         }
-                    }
-                    // Lock what it writes, then check it did not move since it was read.
-                    let assumed = plan.assumed.keys.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
-                    if !assumed.isEmpty {
+                        // Lock what it writes, then check it did not move since it was read. A row that moved is
+                        // locked now and cannot move again before this transaction ends: the plan is made again from
+                        // fresh reads, in this transaction (many children finishing at once move some row of a large
+                        // plan nearly every time; planning anew outside would rarely catch up).
+                        let assumed = plan.assumed.keys.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+                        guard !assumed.isEmpty else { break }
                         let held = try await rows(
                             Self.lockedRoots(in: names.tasks, columns: "id, owner_id, status", ids: "$1::text[]"),
                             bindings(assumed), connection: connection
@@ -80,7 +85,10 @@ extension PostgresTaskStore {
                         for (id, owner, status) in held {
                             now[id] = BatchFence.Holder(owner: owner, status: TaskStatus(rawValue: status))
                         }
-                        for id in assumed where now[id] != plan.assumed[id] { return nil }
+                        if assumed.allSatisfy({ now[$0] == plan.assumed[$0] }) { break }
+                        replans += 1
+                        if replans >= 8 { return nil }
+                        reads = PostgresJobTreeReads()
                     }
                     try await connection.query(
                         PostgresQuery(
@@ -151,6 +159,13 @@ extension PostgresTaskStore {
                     let (id, finished) = try row.decode((String, Bool).self)
                     return (id: id, finished: finished)
                 })
+        case .unfinishedAwaitedLinks(let root, let limit):
+            return .ids(
+                try await rows(
+                    """
+                    SELECT id FROM \(names.tasks) WHERE root_id = $1 AND awaited = 1 AND finished_at IS NULL LIMIT $2
+                    """, bindings(root, Int64(limit)), connection: connection
+                ) { try $0.decode(String.self) })
         case .signal(let job, let name):
             let found = try await rows(
                 """
@@ -371,6 +386,7 @@ struct PostgresJobTreeReads: JobTreeReading {
         case trees([String: [TaskRecord]])
         case dependencies([JobDependency])
         case awaited([(id: String, finished: Bool)])
+        case ids([String])
         case flag(Bool)
     }
 
@@ -424,6 +440,11 @@ struct PostgresJobTreeReads: JobTreeReading {
 
     func awaitedLinks(of root: String) throws -> [(id: String, finished: Bool)] {
         if case .awaited(let found) = try result(.awaitedLinks(root)) { return found }
+        return []
+    }
+
+    func unfinishedAwaitedLinks(of root: String, limit: Int) throws -> [String] {
+        if case .ids(let found) = try result(.unfinishedAwaitedLinks(root, limit: limit)) { return found }
         return []
     }
 
