@@ -612,6 +612,12 @@ public actor InMemoryTaskStore: TaskStoreBackend {
                 .map { ($0.id, $0.status.isFinished) }
         }
 
+        func unfinishedAwaitedLinks(of root: String, limit: Int) -> [String] {
+            Array(
+                (state.byRoot[root] ?? []).compactMap { state.tasks[$0] }.filter { $0.awaited && !$0.status.isFinished }
+                    .map(\.id).sorted().prefix(limit))
+        }
+
         func hasSignalToTake(job: String, name: String) -> Bool {
             state.signals.contains { $0.jobID == job && $0.name == name && $0.consumedBy == nil }
         }

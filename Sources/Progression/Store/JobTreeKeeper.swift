@@ -19,6 +19,10 @@ package protocol JobTreeReading {
     /// The links of `root` whose child it waits for now (``TaskRecord/awaited``): their ids, and whether each has
     /// finished.
     func awaitedLinks(of root: String) throws -> [(id: String, finished: Bool)]
+    /// At most `limit` ids of the links of `root` whose child it waits for now and that have not finished: while a
+    /// parent waits, the keeper clears the flag of each child that finishes, so these are found without reading the
+    /// links that finished (a wait for 10,000 children costs one short read per pass, not 10,000 rows).
+    func unfinishedAwaitedLinks(of root: String, limit: Int) throws -> [String]
     /// Whether a signal of this name waits to be taken by the job.
     func hasSignalToTake(job: String, name: String) throws -> Bool
 }
@@ -34,6 +38,7 @@ package struct JobTreeReadMiss: Error, Hashable {
         case dependencies([String])
         case dependents([String])
         case awaitedLinks(String)
+        case unfinishedAwaitedLinks(String, limit: Int)
         case signal(job: String, name: String)
     }
 
@@ -120,6 +125,8 @@ extension JobTreeKeeper {
         /// Per waiting parent: progress its children added in this plan, and awaited links that finished in it.
         var progressDelta: [String: Double] = [:]
         var finishedAwaited: [String: Set<String>] = [:]
+        /// The jobs whose recount was queued (a wait that began, say), not found by a mirror of this plan.
+        var queuedRecounts: Set<String> = []
         /// What jobs waiting for others were submitted after, read for many at once.
         var dependencies: [String: [JobDependency]] = [:]
 
@@ -134,6 +141,7 @@ extension JobTreeKeeper {
                 return changes.filter { $0.action == action && seen.insert($0.taskID).inserted }.map(\.taskID)
             }
             var recounts = ids(.recount)
+            queuedRecounts = Set(recounts)
             for id in try mirror(ids(.mirror)) where !recounts.contains(id) { recounts.append(id) }
             for id in recounts { try recount(id) }
             for (action, transition) in [
@@ -262,6 +270,18 @@ extension JobTreeKeeper {
             guard let job = try rows([id])[id], let wait = job.wait, job.ownerID == nil, !job.status.isFinished
             else { return }
             switch wait {
+            case .children(let all) where !queuedRecounts.contains(id):
+                // Found by a mirror of this plan: some awaited child finished here. Children that had finished before
+                // the wait began were looked at by the recount its beginning queued, and a child that finishes while
+                // its parent waits is no longer awaited once mirrored: what remains awaited is unfinished, or
+                // finished in this plan.
+                let finishedHere = finishedAwaited[id] ?? []
+                if !all {
+                    if !finishedHere.isEmpty { release(job) }
+                    return
+                }
+                let left = try reader.unfinishedAwaitedLinks(of: id, limit: finishedHere.count + 1)
+                if left.allSatisfy({ finishedHere.contains($0) }) { release(job) }
             case .children(let all):
                 let finishedHere = finishedAwaited[id] ?? []
                 var anyFinished = !finishedHere.isEmpty

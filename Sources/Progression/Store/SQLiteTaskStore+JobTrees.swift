@@ -285,6 +285,16 @@ struct SQLiteJobTreeReader: JobTreeReading {
         ) { (id: $0.text(at: 0), finished: $0.int64(at: 1) != 0) }
     }
 
+    func unfinishedAwaitedLinks(of root: String, limit: Int) throws -> [String] {
+        try connection.query(
+            """
+            SELECT id FROM tasks INDEXED BY tasks_awaited_links
+            WHERE root_id = ? AND awaited = 1 AND finished_at IS NULL LIMIT ?
+            """,
+            [.text(root), .integer(Int64(limit))]
+        ) { $0.text(at: 0) }
+    }
+
     func hasSignalToTake(job: String, name: String) throws -> Bool {
         try connection.scalarInt(
             "SELECT 1 FROM signals WHERE job_id = ? AND name = ? AND consumed_by IS NULL LIMIT 1",
