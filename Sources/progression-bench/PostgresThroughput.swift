@@ -11,7 +11,17 @@ import ProgressionPostgresTestSupport
 /// of its own, dropped after it.
 enum PostgresThroughput {
     /// The scenarios, each on a server of its own; `--only postgres` selects them all.
-    static let scenarios = [jobsScenario, recoveryScenario, fleetScenario]
+    static let scenarios = [jobsScenario, recoveryScenario, fleetScenario, fanoutScenario]
+
+    /// Job trees, as on SQLite (``FanoutBench``).
+    static let fanoutScenario = Scenario(
+        name: "postgres-fanout", group: "postgres", keys: FanoutBench.keys("_postgres")
+    ) { context in
+        try await withServer(context) { base in
+            try await FanoutBench.figures(
+                on: { database(base: base) }, suffix: "_postgres", target: 1_500, context: context)
+        }
+    }
 
     /// Jobs per second at 1, 8 and 64 in flight; `--only jobs_per_s_postgres_8` runs that one alone.
     static let jobsKeys = [

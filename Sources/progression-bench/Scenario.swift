@@ -43,6 +43,7 @@ struct Scenario: Sendable {
         ReportLatency.scenario,
         SubmitThroughput.scenario,
         FleetThroughput.scenario,
+        FanoutBench.scenario,
         TimeBench.scenario,
         RecoveryLatency.scenario,
         ListLatency.scenario,
