@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """The console in a real browser (Debian's chromium through chromium-driver and selenium; nothing downloaded).
 
-A demo service runs a slow checksum job over files whose names are HTML; `progressctl console` serves the database
-with a token. The browser signs in, sees the job's bar move on the list (two values within 3 s), sees the job page's
-tree, pauses the job with the Pause button (progressctl must see `paused` within 1 s of the click), finds the names
-with <script> and <img onerror> shown as text, and logs no console error. Screenshots of the job page and the list
+Two demo services (one slot each) run a slow checksum job over files whose names are HTML: each folder is a child
+job, so each service runs one. `progressctl console` serves the database with a token. The browser signs in, sees the
+job's bar move on the list (two values within 3 s), sees the job page's tree with its two folders' jobs run by two
+workers (issue 35), pauses the job with the Pause button (progressctl must see `paused` within 1 s of the click),
+finds the names with <script> and <img onerror> shown as text, and logs no console error. Screenshots of the job page and the list
 go to --out (under .build/, a CI artefact, not committed).
 
     python3 tools/console-browser-test.py --bin .build/debug --out .build/console-browser
@@ -97,8 +98,10 @@ def main():
         with open(os.path.join(data, HOSTILE_FOLDER, HOSTILE_FILE), "w") as file:
             file.write("hostile\n")
 
-        serve = start([demo, "serve", "--db", database, "--concurrency", "2", "--log-level", "warning"], "serve")
-        wait_for("the demo service to start", lambda: os.path.exists(database) and cli("doctor").returncode == 0 and "alive" in cli("doctor").stdout)
+        # Two services of one slot each: the job's two folders are child jobs, one on each.
+        for name in ["serve", "serve-2"]:
+            start([demo, "serve", "--db", database, "--concurrency", "1", "--log-level", "warning"], name)
+        wait_for("the demo services to start", lambda: os.path.exists(database) and cli("doctor").returncode == 0 and cli("doctor").stdout.count("alive") >= 2)
         job_input = json.dumps({"directory": data, "fileDelayMilliseconds": 250, "parallelFiles": 1})
         job = cli("submit", "checksum", "--input", job_input, "--pausable", "--retryable").stdout.strip()
         # A job no worker runs (it stays pending), named with a script.
@@ -106,7 +109,13 @@ def main():
                         "--input", json.dumps({"note": "</script><img src=x onerror=alert(2)>"}))
         script_job = submitted.stdout.strip()
         checks.check(submitted.returncode == 0 and script_job, "a job named with <script> was submitted", submitted.stderr.strip())
-        wait_for("the job to run", lambda: json.loads(cli("show", job, "--json").stdout)[0]["status"] == "running")
+        def running_folders():
+            listed = cli("list", "--kind", "checksum-folder", "--status", "running", "--json")
+            if listed.returncode != 0:
+                return []
+            document = json.loads(listed.stdout)
+            return document if isinstance(document, list) else document.get("tasks", [])
+        wait_for("both folders' jobs to run", lambda: len(running_folders()) >= 2)
 
         console = start([progressctl, "console", "--db", database, "--port", "0"], "console")
         url = console.stdout.readline().strip()
@@ -171,6 +180,12 @@ def main():
         driver.get(url + "tasks/" + job)
         rows = wait_for("the tree's rows", lambda: len(driver.find_elements(By.CSS_SELECTOR, "#tree tbody tr")) >= 2 and driver.find_elements(By.CSS_SELECTOR, "#tree tbody tr"))
         checks.check(len(rows) >= 2, "the job page shows the tree", f"{len(rows)} rows")
+        # Each folder's row names its child job and the worker that runs it: two workers, one per service.
+        workers = wait_for("the tree to name two workers", lambda: (lambda names: len(names) >= 2 and names)(set(
+            text.split(" · ", 1)[1] for text in driver.execute_script(
+                "return Array.from(document.querySelectorAll('#tree span.child')).map(s => s.textContent);")
+            if " · " in text)), timeout=15)
+        checks.check(len(workers) >= 2, "the job page shows its children run by two workers", "; ".join(sorted(workers)))
         time.sleep(1.0)  # for the screenshot: let a few live updates arrive
         driver.save_screenshot(os.path.join(arguments.out, "console-job.png"))
         collect_log()
@@ -204,7 +219,7 @@ def main():
             except subprocess.TimeoutExpired:
                 process.kill()
         if checks.failed:
-            for name in ["serve", "console"]:
+            for name in ["serve", "serve-2", "console"]:
                 path = os.path.join(scratch, name + ".log")
                 if os.path.exists(path):
                     print(f"--- {name} log ---\n" + open(path).read()[-3000:])

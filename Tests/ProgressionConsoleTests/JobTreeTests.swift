@@ -95,6 +95,9 @@ import Testing
             let tree = try #require(document["tree"] as? [[String: Any]])
             #expect(tree.map { $0["id"] as? String } == ["parent", "parent.1", "c1", "c1.1", "parent.2", "parent.3"])
             #expect(tree.first?["waitingFor"] as? String == "3 child jobs")
+            // A job that waits for its children is offered no Run now: nothing but their end releases it.
+            let actions = try #require(document["actions"] as? [String])
+            #expect(actions.contains("cancel") && !actions.contains("run-now"), "\(actions)")
             #expect((tree.first?["signals"] as? [[String: Any]])?.first?["name"] as? String == "nudge <u>")
             let child = try #require(tree[1]["child"] as? [String: Any])
             #expect((child["worker"] as? [String: Any])?["host"] as? String == "host-a")
