@@ -11,8 +11,9 @@ struct ProgressionDemo: AsyncParsableCommand {
         abstract: "Checksum a directory tree as a crash-resumable Progression job, with live nested progress.",
         discussion: """
             With no arguments it generates a sample data set (once; it is reused) and runs one `checksum` job over \
-            it: one step per folder, one per file (named by its path, weighted by its size), each file read in \
-            1 MiB chunks with a checkpoint every 8 MiB; then it writes a manifest and prints a summary.
+            it: one child job per folder (any `serve` on the database may run it), in it one step per file (named \
+            by its path, weighted by its size), each file read in 1 MiB chunks with a checkpoint every 8 MiB; then \
+            it writes a manifest and prints a summary.
 
             Kill it (Ctrl-C, or kill -9) and run the same command again: it resumes, skipping the files it had \
             finished, and says how many. Watch or inspect it from another terminal with progressctl:

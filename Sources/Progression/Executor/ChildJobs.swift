@@ -133,7 +133,7 @@ public struct ChildJobCompletion<Kind: JobKind>: Sendable {
 /// that finished first, then, waiting durably in between, the others. Each step of the iteration that must wait ends
 /// the parent's code (`CancellationError`, which it lets through) and gives its slot back; when a child finishes, any
 /// worker runs the parent's code again, this sequence yields again the ends it had yielded (from the store) and goes
-/// on with the new ones. Code between two ends should therefore do its work in steps (``TaskContext/push(_:_:)-(_,(any TaskContext)->Void)``),
+/// on with the new ones. Code between two ends should therefore do its work in steps (``TaskContext/push(_:_:)->()``),
 /// which run once.
 public struct ChildJobCompletions<Kind: JobKind>: AsyncSequence, Sendable {
     public typealias Element = ChildJobCompletion<Kind>
