@@ -42,12 +42,26 @@ extension PostgresTaskStore {
     }
 
     package func resolveJobTrees(at now: Date, limit: Int) async throws -> Int {
+        /// A transaction's end: its changes taken, or the roots to lock first in the next one (in byte order, as every
+        /// writer locks roots: locks taken in rounds out of that order could deadlock with a writer's).
+        enum Pass: Sendable {
+            case taken(Int)
+            case again(lockFirst: [String])
+        }
+        var lockFirst: [String] = []
         for _ in 1...5 {
-            // `nil`: a root the plan writes moved between its reads and its locks; planned again.
-            let taken: Int? = try await write(notify: true) { [self] connection in
+            let carried = lockFirst
+            let pass: Pass = try await write(notify: true) { [self] connection in
                     try await connection.query(
                         PostgresQuery(unsafeSQL: "SELECT pg_advisory_xact_lock(hashtext($1))", binds: bindings(names.treeChanges)),
                         logger: logger)
+                    var locked = Set(carried)
+                    if !carried.isEmpty {
+                        _ = try await rows(
+                            Self.lockedRoots(in: names.tasks, columns: "id", ids: "$1::text[]"), bindings(carried),
+                            connection: connection
+                        ) { try $0.decode(String.self) }
+                    }
                     let queued = try await rows(
                         """
                         SELECT task_id, action, version FROM \(names.treeChanges) ORDER BY queued_at, task_id, action
@@ -58,7 +72,7 @@ extension PostgresTaskStore {
                         return TreeChange.Action(rawValue: action).map { (TreeChange(id, $0), version) }
                     }.compactMap { $0 }
                     let changes = queued.map(\.0)
-                    guard !changes.isEmpty else { return 0 }
+                    guard !changes.isEmpty else { return .taken(0) }
                     var reads = PostgresJobTreeReads()
                     var plan: JobTreePlan
                     var replans = 0
@@ -77,17 +91,23 @@ extension PostgresTaskStore {
                         // plan nearly every time; planning anew outside would rarely catch up).
                         let assumed = plan.assumed.keys.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
                         guard !assumed.isEmpty else { break }
+                        // New locks only above those held, else the next transaction takes them all first, in order.
+                        let highest = locked.max { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+                        if let highest, assumed.contains(where: { !locked.contains($0) && $0.utf8.lexicographicallyPrecedes(highest.utf8) }) {
+                            return .again(lockFirst: Array(locked.union(assumed)).sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) })
+                        }
+                        locked.formUnion(assumed)
                         let held = try await rows(
                             Self.lockedRoots(in: names.tasks, columns: "id, owner_id, status", ids: "$1::text[]"),
                             bindings(assumed), connection: connection
                         ) { try $0.decode((String, String?, String).self) }
-                        var now: [String: BatchFence.Holder] = [:]
+                        var current: [String: BatchFence.Holder] = [:]
                         for (id, owner, status) in held {
-                            now[id] = BatchFence.Holder(owner: owner, status: TaskStatus(rawValue: status))
+                            current[id] = BatchFence.Holder(owner: owner, status: TaskStatus(rawValue: status))
                         }
-                        if assumed.allSatisfy({ now[$0] == plan.assumed[$0] }) { break }
+                        if assumed.allSatisfy({ current[$0] == plan.assumed[$0] }) { break }
                         replans += 1
-                        if replans >= 8 { return nil }
+                        if replans >= 8 { return .again(lockFirst: locked.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }) }
                         reads = PostgresJobTreeReads()
                     }
                     try await connection.query(
@@ -101,9 +121,12 @@ extension PostgresTaskStore {
                                 changes.map(\.taskID), changes.map(\.action.rawValue), queued.map(\.1))),
                         logger: logger)
                     _ = try await apply(plan.batch, connection: connection, at: now)
-                    return changes.count
+                    return .taken(changes.count)
                 }
-            if let taken { return taken }
+            switch pass {
+            case .taken(let count): return count
+            case .again(let roots): lockFirst = roots
+            }
         }
         throw TaskStoreError(
             .busy, path: location, message: "the tree keeper's rows kept changing while it planned; it tries again")

@@ -75,6 +75,9 @@ extension ExecutionEngine {
                 childStatus: childStatus, now: now)
         }
         wakeWriter(urgent: true)
+        // The links' reset is committed before their children run again: written after, it would put back over a
+        // restarted child's mirrored end (a quick one) the pending state of its link, and nothing would mirror it again.
+        if !started.restarts.isEmpty { try await waitForCommit(started.sequence) }
         for child in started.restarts {
             do {
                 _ = try await store.change(
@@ -342,6 +345,9 @@ extension GraphState {
     mutating func applyLinkRows(_ rows: [TaskRecord], now: Date) {
         for row in rows {
             guard let link = node(id: row.id), link.isLink, !link.removed else { continue }
+            // A row of the child's earlier attempt, read before this executor's reset of the link for its restart
+            // was committed (the tree keeper never changes a link's attempt).
+            guard row.attempt >= link.record.attempt else { continue }
             let before = link.record
             link.record.status = row.status
             link.record.progress = row.progress

@@ -271,10 +271,10 @@ extension JobTreeKeeper {
             else { return }
             switch wait {
             case .children(let all) where !queuedRecounts.contains(id):
-                // Found by a mirror of this plan: some awaited child finished here. Children that had finished before
-                // the wait began were looked at by the recount its beginning queued, and a child that finishes while
-                // its parent waits is no longer awaited once mirrored: what remains awaited is unfinished, or
-                // finished in this plan.
+                // Found by a mirror of this plan: some awaited child finished here. A child that finishes while its
+                // parent waits is no longer awaited once mirrored, and one flagged after it had finished was looked at
+                // by the recount the wait's beginning queued: only an awaited link unfinished in the store (and not
+                // finished in this plan) can hold the parent, and those are read without the finished ones.
                 let finishedHere = finishedAwaited[id] ?? []
                 if !all {
                     if !finishedHere.isEmpty { release(job) }
