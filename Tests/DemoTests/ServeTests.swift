@@ -38,8 +38,9 @@ struct ServeTests {
     }
 
     /// Issue 35: each folder of the directory is a child job, which any `serve` on the database runs: two services
-    /// split one directory, and the job's root sums both. The first holds two folders (its two slots) when the second
-    /// starts, so that the second finds folders left to take however slowly it starts.
+    /// split one directory, and the job's root sums both. The first holds two folders (its two slots, six seconds
+    /// each); folders' jobs are paused as a kind while the second starts, however slowly, so that the first cannot
+    /// take them all meanwhile, and resumed once it serves.
     @Test func twoServicesOnOneDatabaseSplitOneDirectoryByFolder() async throws {
         let temp = try TemporaryDirectory()
         let data = temp.url.appendingPathComponent("data")
@@ -55,7 +56,7 @@ struct ServeTests {
         let db = temp.file("db.sqlite")
         let first = try ChildProcess("progression-demo", ["serve", "--db", db, "--concurrency", "2"], in: temp)
         try await poll("the first service to start") { first.stderr.contains("serving checksum jobs") }
-        let input = #"{"directory": "\#(data.path)", "fileDelayMilliseconds": 400, "parallelFiles": 1}"#
+        let input = #"{"directory": "\#(data.path)", "fileDelayMilliseconds": 1500, "parallelFiles": 1}"#
         let submitted = try await ChildProcess.run(
             "progressctl", ["--db", db, "submit", "checksum", "--input", input], in: temp)
         #expect(submitted.status == 0, "\(submitted.stderr)")
@@ -64,7 +65,14 @@ struct ServeTests {
         try await poll("the first service to run two folders") {
             try await store.roots(TaskQuery(statuses: [.running], kind: "checksum-folder")).count == 2
         }
+        func ctl(_ arguments: String...) async throws {
+            let result = try await ChildProcess.run("progressctl", ["--db", db] + arguments, in: temp)
+            #expect(result.status == 0, "\(arguments): \(result.stderr)")
+        }
+        try await ctl("pause-kind", "checksum-folder")
         let second = try ChildProcess("progression-demo", ["serve", "--db", db, "--concurrency", "2"], in: temp)
+        try await poll("the second service to start") { second.stderr.contains("serving checksum jobs") }
+        try await ctl("resume-kind", "checksum-folder")
         try await poll("the job to complete", timeout: .seconds(180)) {
             try await store.task(id: jobID)?.status == .completed
         }
