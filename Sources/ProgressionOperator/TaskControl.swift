@@ -75,10 +75,11 @@ package struct TaskControl {
     /// one, as progressctl may change it itself).
     package static func check(_ action: ControlRequest.Action, _ task: TaskRecord, withOwner: Bool) throws(Refusal) {
         do {
-            _ = try TaskLifecycle.outcome(
-                of: deciding(action, status: task.status), status: task.status, options: task.options,
-                isRoot: task.isRoot, hasKind: task.kind != nil, taskID: task.id,
-                by: withOwner ? .user : .operatorWithoutOwner)
+            // Applied to a copy: the rules of the record too (run-now of a job that waits for no time, or for its
+            // children, jobs or a signal), not only the table's.
+            var copy = task
+            _ = try TaskLifecycle.apply(
+                deciding(action, status: task.status), to: &copy, now: Date(), by: withOwner ? .user : .operatorWithoutOwner)
         } catch {
             throw Refusal(id: task.id, message: error.description)
         }

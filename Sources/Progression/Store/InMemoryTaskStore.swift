@@ -67,15 +67,18 @@ public actor InMemoryTaskStore: TaskStoreBackend {
     }
 
     package func insert(_ tasks: [TaskRecord], events: [TaskEvent]) throws {
-        try transaction { state in
-            for task in tasks {
-                guard state.tasks[task.id] == nil else {
-                    throw TaskStoreError(.conflict, message: "a task with id '\(task.id)' exists")
-                }
-                try Self.put(task, into: &state)
+        try transaction { state in try Self.insert(tasks, events: events, into: &state) }
+    }
+
+    /// Inserts rows (refusing an id that exists) and their events.
+    private static func insert(_ tasks: [TaskRecord], events: [TaskEvent], into state: inout State) throws {
+        for task in tasks {
+            guard state.tasks[task.id] == nil else {
+                throw TaskStoreError(.conflict, message: "a task with id '\(task.id)' exists")
             }
-            try Self.append(events, to: &state)
+            try put(task, into: &state)
         }
+        try append(events, to: &state)
     }
 
     package func apply(_ batch: TaskBatch) throws -> TaskBatchResult {
@@ -487,13 +490,7 @@ public actor InMemoryTaskStore: TaskStoreBackend {
 
     package func insert(_ tasks: [TaskRecord], events: [TaskEvent], dependencies: [JobDependency]) throws {
         try transaction { state in
-            for task in tasks {
-                guard state.tasks[task.id] == nil else {
-                    throw TaskStoreError(.conflict, message: "a task with id '\(task.id)' exists")
-                }
-                try Self.put(task, into: &state)
-            }
-            try Self.append(events, to: &state)
+            try Self.insert(tasks, events: events, into: &state)
             for dependency in dependencies {
                 guard let target = state.tasks[dependency.dependsOn] else {
                     throw JobDependencyError.unknownJob(dependency.dependsOn)

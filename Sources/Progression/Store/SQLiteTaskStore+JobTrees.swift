@@ -66,13 +66,7 @@ extension SQLiteTaskStore {
 
     package func insert(_ tasks: [TaskRecord], events: [TaskEvent], dependencies: [JobDependency]) async throws {
         try await write { connection in
-            let insert = try connection.cachedStatement(Self.insertSQL)
-            for task in tasks {
-                defer { insert.reset() }
-                try bindInsert(task, to: insert)
-                try insert.step()
-            }
-            try insertEvents(events, connection: connection)
+            try insert(tasks, events: events, connection: connection)
             guard !dependencies.isEmpty else { return }
             let new = Set(tasks.map(\.id))
             let others = Array(Set(dependencies.map(\.dependsOn)).subtracting(new)).sorted()

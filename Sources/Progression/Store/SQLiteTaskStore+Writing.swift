@@ -20,15 +20,18 @@ extension SQLiteTaskStore {
     // MARK: The writer's batches
 
     package func insert(_ tasks: [TaskRecord], events: [TaskEvent]) async throws {
-        try await write { connection in
-            let insert = try connection.cachedStatement(Self.insertSQL)
-            for task in tasks {
-                defer { insert.reset() }
-                try bindInsert(task, to: insert)
-                try insert.step()
-            }
-            try insertEvents(events, connection: connection)
+        try await write { connection in try insert(tasks, events: events, connection: connection) }
+    }
+
+    /// Inserts rows and their events in the open transaction.
+    func insert(_ tasks: [TaskRecord], events: [TaskEvent], connection: SQLiteConnection) throws {
+        let insert = try connection.cachedStatement(Self.insertSQL)
+        for task in tasks {
+            defer { insert.reset() }
+            try bindInsert(task, to: insert)
+            try insert.step()
         }
+        try insertEvents(events, connection: connection)
     }
 
     package func apply(_ batch: TaskBatch) async throws -> TaskBatchResult {

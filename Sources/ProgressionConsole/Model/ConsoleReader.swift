@@ -255,9 +255,6 @@ package struct ConsoleReader: Sendable {
         let withOwner = owner?.alive == true
         return ControlRequest.Action.allCases.filter { action in
             if action == .remove && !task.status.isFinished { return false }
-            // Run now ends a wait for a time: offered to a job that waits for one (scheduled, retrying, sleeping), not
-            // to one that waits for children, jobs or a signal (the lifecycle refuses it).
-            if action == .runNow && (task.waitReason == nil || task.wait != nil) { return false }
             if !withOwner && !task.isRoot { return false }
             return (try? TaskControl.check(action, task, withOwner: withOwner)) != nil
         }
