@@ -17,12 +17,20 @@ struct MultiHostTests {
     struct Database {
         let url: String
         let store: PostgresTaskStore
+        let server: LocalPostgresServer
+        let schema: String
 
         init() async throws {
-            let server = try await LocalPostgresServer.shared()
-            let schema = "hosts_\(UInt32.random(in: 0...UInt32.max))"
+            server = try await LocalPostgresServer.shared()
+            schema = "hosts_\(UInt32.random(in: 0...UInt32.max))"
             url = server.url(schema: schema)
             store = try await PostgresTaskStore.started(configuration: server.configuration(schema: schema))
+        }
+
+        /// How many job-tree changes wait for the fleet's tree keeper.
+        func queuedTreeChanges() async throws -> Int {
+            let output = try await server.sql("SELECT count(*) FROM \(schema).tree_changes")
+            return Int(output.trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
         }
 
         /// The owner ids of a host's executors.
@@ -267,9 +275,11 @@ struct MultiHostTests {
             let requests = try await database.store.pendingControlRequests(for: nil)
             #expect(requests.isEmpty)
         }
-        // The parent, whose child was cancelled, ends before its child runs again (else its end would cancel it).
+        // The parent, whose child was cancelled, ends before its child runs again, and the tree keeper has carried
+        // out its end (which cancels its unfinished children: a child retried before that would be cancelled again).
         try await poll("the parent to end", timeout: .seconds(60)) {
-            try await database.store.task(id: parent)?.status.isFinished == true
+            guard try await database.store.task(id: parent)?.status.isFinished == true else { return false }
+            return try await database.queuedTreeChanges() == 0
         }
         let retried = try await ctl("retry", job)
         #expect(retried.status == 0, "\(retried.output)")

@@ -185,13 +185,13 @@ struct PostgresResilienceTests {
     @Test func aCallWhileTheServerIsDownFailsWithinItsDeadlineAndTheNextOneAfterItWorks() async throws {
         let server = try await Self.server()
         defer { server.stop() }
-        var configuration = Self.configuration(server)
-        configuration.callTimeout = .seconds(1)
+        // The deadline is the one of the other tests here (5 s): what is checked is that a call ends while the server
+        // is down, not how soon (a shorter one made a loaded machine's first calls to a live server fail for a minute).
+        let configuration = Self.configuration(server)
         try await PostgresTaskStore.withStore(configuration: configuration) { store in
-            // A second is short on a loaded machine: the first call may need a few tries.
-            try await poll("a first call to succeed", timeout: .seconds(60)) { (try? await store.statistics()) != nil }
+            try await poll("a first call to succeed", timeout: .seconds(180)) { (try? await store.statistics()) != nil }
             try await server.stop(.immediate)
-            // The deadline is a second: what is checked is that the call ends, with a transient error.
+            // What is checked is that the call ends, with a transient error.
             let failure = await #expect(throws: TaskStoreError.self) { try await store.statistics() }
             #expect(failure?.reason == .unavailable, "\(String(describing: failure))")
             #expect(failure?.isTransient == true)

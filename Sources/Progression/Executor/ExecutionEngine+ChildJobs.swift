@@ -58,11 +58,11 @@ extension ExecutionEngine {
         // Children found again in a new attempt of their parent: how they ended, as their own rows say (a link may
         // not follow its child yet), decides which run again.
         let earlier = locked { $0.childrenOfEarlierAttempts(slots) }
-        var childStatus: [String: TaskStatus] = [:]
+        var earlierChildren: [String: TaskRecord] = [:]
         if !earlier.isEmpty {
             var rows: [TaskRecord] = []
             try await retryingStorage("reading child jobs") { rows = try await store.tasks(ids: earlier) }
-            for row in rows { childStatus[row.id] = row.status }
+            for row in rows { earlierChildren[row.id] = row }
         }
         var identifiers: Range<Int64> = 0..<0
         if newCount > 0 {
@@ -72,7 +72,7 @@ extension ExecutionEngine {
         let started = try locked { state throws(ProgressionError) in
             try state.createChildJobs(
                 under: handle, requests, slots: slots, identifiers: identifiers, kindOptions: kindOptions,
-                childStatus: childStatus, now: now)
+                earlierChildren: earlierChildren, now: now)
         }
         wakeWriter(urgent: true)
         // The links' reset is committed before their children run again: written after, it would put back over a
@@ -106,13 +106,15 @@ extension ExecutionEngine {
         guard !ids.isEmpty else { return [] }
         try await waitWhilePaused(handle)
         try Task.checkCancellation()
-        let linkIDs = try locked { state throws(ProgressionError) in try state.linkIDs(ofChildren: ids, under: handle) }
-        // What the store has now: a child that finished a moment ago is seen without waiting.
+        try locked { state throws(ProgressionError) in try state.checkChildren(ids, under: handle) }
+        // What the children's own rows say now (their links follow them a moment later): a child that finished a
+        // moment ago is seen without waiting, and a link's row that the tree keeper wrote from the child's earlier
+        // attempt (the child cancelled, then run again here) is never taken for its end.
         var rows: [TaskRecord] = []
-        try await retryingStorage("reading child jobs") { rows = try await store.tasks(ids: linkIDs) }
+        try await retryingStorage("reading child jobs") { rows = try await store.tasks(ids: ids) }
         let now = now()
         let decision = try locked { state throws(ProgressionError) in
-            state.applyLinkRows(rows, now: now)
+            state.applyChildRows(rows, now: now)
             return try state.awaitChildren(ids, under: handle, all: all, now: now)
         }
         switch decision {
@@ -126,13 +128,13 @@ extension ExecutionEngine {
         }
     }
 
-    /// Reads the links of child jobs that the running roots here wait on in their code (started, not awaited yet)
-    /// and brings them into memory, so that a running parent's progress moves with children on other hosts.
+    /// Reads the child jobs that the running roots here wait on in their code (started, not awaited yet) and brings
+    /// their state into their links in memory, so that a running parent's progress moves with children on other hosts.
     func refreshLinks() async {
-        let ids = locked { $0.unfinishedLinkIDs(limit: 2_000) }
+        let ids = locked { $0.unfinishedChildIDs(limit: 2_000) }
         guard !ids.isEmpty, let rows = try? await store.tasks(ids: ids) else { return }
         let now = now()
-        locked { $0.applyLinkRows(rows, now: now) }
+        locked { $0.applyChildRows(rows, now: now) }
         publisherSignal.signal()
     }
 
@@ -257,7 +259,7 @@ extension GraphState {
     /// retried parent redoes only those): its link starts over here, and its id is returned to be retried in the store.
     mutating func createChildJobs(
         under handle: NodeHandle, _ requests: [ChildJobRequest], slots: [ChildSlot], identifiers: Range<Int64>,
-        kindOptions: [String: TaskOptions], childStatus: [String: TaskStatus], now: Date
+        kindOptions: [String: TaskOptions], earlierChildren: [String: TaskRecord], now: Date
     ) throws(ProgressionError) -> ChildJobsStarted {
         guard let node = nodes[handle], !node.removed else { throw .notFound(taskID: "#\(handle)") }
         let root = node.root
@@ -267,10 +269,11 @@ extension GraphState {
         for (request, slot) in zip(requests, slots) {
             if let existing = slot.existing, let link = nodes[existing], let childID = link.record.childJobID {
                 references.append(ChildJobReference(id: childID, name: link.record.name))
-                let status = childStatus[childID] ?? link.record.status
+                let status = earlierChildren[childID]?.status ?? link.record.status
                 // A child that failed or was cancelled in an earlier attempt of the parent runs again in this one.
                 if status == .failed || status == .cancelled, link.record.attempt < root.record.attempt {
                     restarts.append(childID)
+                    link.childAttemptFloor = (earlierChildren[childID]?.attempt ?? link.childAttemptFloor) + 1
                     let before = link.record
                     link.record.attempt = root.record.attempt
                     link.record.status = .pending
@@ -324,42 +327,28 @@ extension GraphState {
         link.record.status == .completed ? 1 : min(1, link.record.progress ?? 0)
     }
 
-    /// The ids of the links of these child jobs in the root of `handle`.
+    /// Checks that each id is a child job of the root of `handle`.
     ///
     /// - Throws: ``ProgressionError/notAChildJob(taskID:jobID:)`` for an id that is not a child of this job.
-    func linkIDs(ofChildren ids: [String], under handle: NodeHandle) throws(ProgressionError) -> [String] {
+    func checkChildren(_ ids: [String], under handle: NodeHandle) throws(ProgressionError) {
         guard let node = nodes[handle], !node.removed else { throw .notFound(taskID: "#\(handle)") }
         let root = node.root
-        var found: [String] = []
-        for id in ids {
-            guard let link = root.links[id].flatMap({ nodes[$0] }) else {
-                throw .notAChildJob(taskID: root.record.id, jobID: id)
-            }
-            found.append(link.record.id)
+        for id in ids where root.links[id].flatMap({ nodes[$0] }) == nil {
+            throw .notAChildJob(taskID: root.record.id, jobID: id)
         }
-        return found
     }
 
-    /// Takes the state of links as the store has it (kept by the tree keeper), and carries their progress and ends
-    /// into their parents here.
-    mutating func applyLinkRows(_ rows: [TaskRecord], now: Date) {
+    /// Takes the state of child jobs from their rows into their links here (as the tree keeper does in the store),
+    /// and carries their progress and ends into their parents.
+    mutating func applyChildRows(_ rows: [TaskRecord], now: Date) {
         for row in rows {
-            guard let link = node(id: row.id), link.isLink, !link.removed else { continue }
-            // A row of the child's earlier attempt, read before this executor's reset of the link for its restart
-            // was committed (the tree keeper never changes a link's attempt).
-            guard row.attempt >= link.record.attempt else { continue }
+            guard let rootID = row.parentJobID, let root = node(id: rootID), root.isRoot,
+                let link = root.links[row.id].flatMap({ nodes[$0] }), !link.removed
+            else { continue }
+            // A row of the child's attempt before the one this executor started it again for (read before the retry).
+            guard row.attempt >= link.childAttemptFloor else { continue }
             let before = link.record
-            link.record.status = row.status
-            link.record.progress = row.progress
-            link.record.step = row.step
-            link.record.errorType = row.errorType
-            link.record.errorDescription = row.errorDescription
-            link.record.result = row.result
-            link.record.startedAt = row.startedAt
-            link.record.finishedAt = row.finishedAt
-            link.record.rate = row.rate
-            // Not `awaited` (nor `share`): this executor writes them while the root runs here, and a row read before
-            // its last write would put back, in memory and in the next write of the link, a flag it has just set.
+            link.record.follow(child: row)
             link.record.updatedAt = max(link.record.updatedAt, row.updatedAt)
             guard link.record != before else { continue }
             link.committed = CommittedState(link.record, sequence: link.committed.sequence)
@@ -386,13 +375,13 @@ extension GraphState {
         }
     }
 
-    /// The links of running roots here whose children have not finished (at most `limit`).
-    func unfinishedLinkIDs(limit: Int) -> [String] {
+    /// The child jobs of running roots here that have not finished as far as their links know (at most `limit`).
+    func unfinishedChildIDs(limit: Int) -> [String] {
         var ids: [String] = []
         for root in roots where root.phase == .running && !root.links.isEmpty {
-            for handle in root.links.values {
+            for (childID, handle) in root.links {
                 guard let link = nodes[handle], !link.record.status.isFinished else { continue }
-                ids.append(link.record.id)
+                ids.append(childID)
                 if ids.count >= limit { return ids }
             }
         }

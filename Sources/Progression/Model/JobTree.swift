@@ -148,6 +148,20 @@ extension TaskRecord {
     /// Whether this node is a link: the node of a parent's tree that stands for a child job.
     package var isLink: Bool { childJobID != nil }
 
+    /// Makes this link follow its child job: status, progress, step, error, result, times and rate (the columns of
+    /// ``JobTreeKeeper/mirrored``), as the tree keeper writes them and as an executor reads them from the child's row.
+    package mutating func follow(child: TaskRecord) {
+        status = child.status
+        progress = child.status == .completed ? 1 : child.progress.map { min($0, 1) }
+        step = child.step
+        errorType = child.errorType
+        errorDescription = child.errorDescription
+        result = child.status == .completed ? child.result : nil
+        startedAt = child.startedAt
+        finishedAt = child.finishedAt
+        rate = child.status.isFinished ? nil : child.rate
+    }
+
     /// Ends a wait: what the job waited for has happened, and any worker may claim it now.
     package mutating func releaseWait(at now: Date) {
         wait = nil

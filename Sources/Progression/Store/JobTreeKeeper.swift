@@ -213,15 +213,7 @@ extension JobTreeKeeper {
                 // again meanwhile, and reset the link).
                 plan.assumed[child.id] = BatchFence.Holder(owner: child.ownerID, status: child.status)
                 var link = before
-                link.status = child.status
-                link.progress = child.status == .completed ? 1 : child.progress.map { min($0, 1) }
-                link.step = child.step
-                link.errorType = child.errorType
-                link.errorDescription = child.errorDescription
-                link.result = child.status == .completed ? child.result : nil
-                link.startedAt = child.startedAt
-                link.finishedAt = child.finishedAt
-                link.rate = child.status.isFinished ? nil : child.rate
+                link.follow(child: child)
                 var changed = TaskColumns.changed(from: before, to: link)
                 // Only while its parent waits: a parent that runs may begin to wait for it, and the recount its wait
                 // queues must then find it awaited (and finished).
@@ -375,6 +367,15 @@ extension JobTreeKeeper {
 
         /// Carries a parent's end, pause or resume to its children (and, queued, to theirs).
         mutating func cascade(from parentID: String, _ kind: CascadeKind, action: TreeChange.Action) throws {
+            // The parent as it is now, not as it was when the change was queued: a parent retried, resumed or paused
+            // again since then asks nothing of its children (a retried parent's children run again; an end queued
+            // twice must not cancel them a second time). A removed parent's children are cancelled.
+            let parent = try rows([parentID])[parentID]
+            switch kind {
+            case .cancel: if let parent, !parent.status.isFinished { return }
+            case .pause: guard parent?.status == .paused else { return }
+            case .resume: guard let parent, parent.status != .paused, !parent.status.isFinished else { return }
+            }
             let links = try reader.links(inTreesOf: [parentID])
             guard !links.isEmpty else { return }
             let children = try rows(links.compactMap(\.childJobID).sorted())
@@ -386,6 +387,10 @@ extension JobTreeKeeper {
                 }
             }.map(\.id).sorted()
             guard !affected.isEmpty else { return }
+            if let parent, plan.assumed[parentID] == nil {
+                // What the cascade was decided on must still hold when it is written.
+                plan.assumed[parentID] = BatchFence.Holder(owner: parent.ownerID, status: parent.status)
+            }
             let trees = try reader.subtrees(of: affected)
             for childID in affected {
                 guard let child = children[childID] else { continue }

@@ -15,6 +15,7 @@ struct JobTreeStoreTests {
         children: [(id: String, share: Double, status: TaskStatus, owner: String?)]
     ) async throws {
         var parent = makeRecord(id: id, kind: "batch")
+        parent.options = parent.options.retryable()
         parent.progress = progress
         parent.startedAt = now
         parent.wait = .children(all: all)
@@ -171,6 +172,33 @@ struct JobTreeStoreTests {
         try await settle(store)
         for id in ["c1", "c2"] { #expect(try await store.task(id: id)?.status == .pending, "\(id)") }
         #expect(try await store.task(id: "parent")?.wait == .children(all: true))
+    }
+
+    /// What a parent's change queued for its children is carried out only if the parent still is as it was: a parent
+    /// retried (or resumed) before the keeper came leaves its children alone, and an end queued twice does not cancel
+    /// the children that its retry runs again.
+    @Test(arguments: StoreKind.allCases)
+    func aCascadeQueuedForAParentThatChangedAgainLeavesItsChildrenAlone(kind: StoreKind) async throws {
+        let directory = try TemporaryDirectory()
+        let store = try await kind.make(in: directory)
+        defer { Task { await close(store) } }
+        try await waitingParent(store, children: [("c1", 0.5, .running, "w1"), ("c2", 0.5, .pending, nil)])
+        func change(_ transition: TaskLifecycle.Transition) async throws {
+            _ = try await store.change(
+                TaskChangeRequest(taskID: "parent", transition: transition, requester: .operatorWithoutOwner, at: now))
+        }
+        try await change(.pause)
+        try await change(.resume(codeRunning: false))
+        try await settle(store)
+        for id in ["c1", "c2"] { #expect(try await store.task(id: id)?.status != .paused, "\(id)") }
+        #expect(try await store.task(id: "c1")?.ownerID == "w1")
+
+        try await change(.cancel)
+        try await change(.retry)
+        try await settle(store)
+        #expect(try await store.task(id: "c1")?.status == .running)
+        #expect(try await store.task(id: "c2")?.status == .pending)
+        #expect(try await store.task(id: "parent")?.status.isFinished == false)
     }
 
     /// A job submitted after others, as a producer writes it.

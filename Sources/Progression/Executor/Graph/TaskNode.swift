@@ -147,6 +147,9 @@ final class TaskNode {
     var childCount = 0
     /// The links of this root's tree (nodes standing for child jobs), by child job id.
     var links: [String: NodeHandle] = [:]
+    /// Links only: the least attempt of its child job whose row this link takes. A child that its parent runs again
+    /// here begins a new attempt; a row read of the attempt before (it failed or was cancelled) is stale.
+    var childAttemptFloor = 0
 
     init(handle: NodeHandle, record: TaskRecord, sequence: Int64, stored: Bool) {
         self.handle = handle
