@@ -481,5 +481,6 @@ extension PostgresNames {
     var jobDependencies: String { "\(quoted).job_dependencies" }
     var signals: String { "\(quoted).signals" }
     var treeChanges: String { "\(quoted).tree_changes" }
+    var fleetDuties: String { "\(quoted).fleet_duties" }
 }
 #endif

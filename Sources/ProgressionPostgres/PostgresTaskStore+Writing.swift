@@ -536,17 +536,24 @@ extension PostgresTaskStore {
         }
     }
 
-    package func prune(finishedBefore date: Date, statuses: Set<TaskStatus>, dryRun: Bool) async throws -> PruneResult {
+    package func prune(finishedBefore date: Date, statuses: Set<TaskStatus>, dryRun: Bool, limit: Int?) async throws
+        -> PruneResult
+    {
         let finished = statuses.filter(\.isFinished).map(\.rawValue).sorted()
-        guard !finished.isEmpty else { return PruneResult(roots: 0, tasks: 0) }
+        guard !finished.isEmpty, limit.map({ $0 > 0 }) ?? true else { return PruneResult(roots: 0, tasks: 0) }
         return try await write { [self] connection in
-            // The finished index by status and age: a root finished before `date` was created before it.
+            // The finished index by status and age: a root finished before `date` was created before it. Roots another
+            // transaction holds (a prune of another process, a change) are skipped, not waited for.
             let cutoff = date.storedMilliseconds
             let roots = try await rows(
                 """
-                SELECT id FROM \(names.tasks) WHERE parent_id IS NULL AND finished_at IS NOT NULL
+                SELECT id FROM \(names.tasks) AS job WHERE parent_id IS NULL AND finished_at IS NOT NULL
                   AND status = ANY($1::text[]) AND created_at < $2 AND finished_at < $2
-                \(dryRun ? "" : "ORDER BY id FOR UPDATE")
+                  AND (parent_job_id IS NULL OR NOT EXISTS (
+                    SELECT 1 FROM \(names.tasks) AS parent
+                    WHERE parent.id = job.parent_job_id AND parent.finished_at IS NULL))
+                \(limit.map { "ORDER BY finished_at LIMIT \($0)" } ?? "ORDER BY id")
+                \(dryRun ? "" : "FOR UPDATE SKIP LOCKED")
                 """, bindings(finished, cutoff), connection: connection
             ) { try $0.decode(String.self) }
             guard !roots.isEmpty else { return PruneResult(roots: 0, tasks: 0) }
@@ -566,9 +573,66 @@ extension PostgresTaskStore {
                 try await connection.query(
                     PostgresQuery(unsafeSQL: "DELETE FROM \(names.tasks) WHERE id = ANY($1::text[])", binds: bindings(roots)),
                     logger: logger)
+                try await connection.query(
+                    PostgresQuery(
+                        unsafeSQL: "DELETE FROM \(names.jobDependencies) WHERE job_id = ANY($1::text[])",
+                        binds: bindings(roots)), logger: logger)
+                try await connection.query(
+                    PostgresQuery(unsafeSQL: "DELETE FROM \(names.signals) WHERE job_id = ANY($1::text[])", binds: bindings(roots)),
+                    logger: logger)
+                // Jobs waiting for one of these (a dependency removed counts as cancelled) are looked at again.
+                let waited = try await rows(
+                    "SELECT DISTINCT depends_on FROM \(names.jobDependencies) WHERE depends_on = ANY($1::text[])",
+                    bindings(roots), connection: connection
+                ) { try $0.decode(String.self) }
+                if !waited.isEmpty {
+                    try await queue(waited.map { TreeChange($0, .dependents) }, at: Date(), connection: connection)
+                }
                 try await connection.query(PostgresQuery(unsafeSQL: names.notify), logger: logger)
             }
             return PruneResult(roots: roots.count, tasks: roots.count + Int(children))
+        }
+    }
+
+    package func gaugeCounts(at now: Date) async throws -> (unfinished: [UnfinishedRootGroup], failedByKind: [String: Int]) {
+        try await read { [self] connection in
+            let unfinished = try await rows(
+                """
+                SELECT coalesce(kind, ''), status, wait IS NOT NULL, coalesce(next_attempt_at, 0) <= $1, count(*),
+                  min(coalesce(next_attempt_at, created_at))
+                FROM \(names.tasks) WHERE parent_id IS NULL AND finished_at IS NULL GROUP BY 1, 2, 3, 4
+                """, bindings(now.storedMilliseconds), connection: connection
+            ) { row in
+                let (kind, status, waiting, due, count, earliest) = try row.decode(
+                    (String, String, Bool, Bool, Int64, Int64?).self)
+                return UnfinishedRootGroup(
+                    kind: kind, status: TaskStatus(rawValue: status) ?? .pending, waiting: waiting, due: due,
+                    count: Int(count), earliest: earliest.map(Date.init(storedMilliseconds:)))
+            }
+            var failed: [String: Int] = [:]
+            for (kind, count) in try await rows(
+                """
+                SELECT coalesce(kind, ''), count(*) FROM \(names.tasks) WHERE parent_id IS NULL AND status = 'failed'
+                GROUP BY 1
+                """, connection: connection, { try $0.decode((String, Int64).self) })
+            {
+                failed[kind] = Int(count)
+            }
+            return (unfinished, failed)
+        }
+    }
+
+    package func takeDutyTurn(_ duty: String, owner: String, now: Date, nextAt: Date) async throws -> Bool {
+        try await write { [self] connection in
+            try await rows(
+                """
+                INSERT INTO \(names.fleetDuties) AS duty (name, next_at, owner_id, taken_at) VALUES ($1, $2, $3, $4)
+                ON CONFLICT (name) DO UPDATE SET next_at = excluded.next_at, owner_id = excluded.owner_id,
+                  taken_at = excluded.taken_at
+                WHERE duty.next_at <= $4 OR duty.owner_id = $3
+                RETURNING 1
+                """, bindings(duty, nextAt.storedMilliseconds, owner, now.storedMilliseconds), connection: connection
+            ) { _ in true }.isEmpty == false
         }
     }
 
@@ -579,16 +643,16 @@ extension PostgresTaskStore {
             try await connection.query(
                 PostgresQuery(
                     unsafeSQL: """
-                        INSERT INTO \(names.owners) (id, host, pid, started_at, heartbeat_at, stopped_at, kinds)
-                        VALUES ($1, $2, $3, $4, $5, $6, $7)
+                        INSERT INTO \(names.owners) (id, host, pid, started_at, heartbeat_at, stopped_at, kinds, slots)
+                        VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
                         ON CONFLICT (id) DO UPDATE SET host = excluded.host, pid = excluded.pid,
                           started_at = excluded.started_at, heartbeat_at = excluded.heartbeat_at,
-                          stopped_at = excluded.stopped_at, kinds = excluded.kinds
+                          stopped_at = excluded.stopped_at, kinds = excluded.kinds, slots = excluded.slots
                         """,
                     binds: bindings(
                         owner.id, owner.host, owner.pid, owner.startedAt.storedMilliseconds,
                         owner.heartbeatAt.storedMilliseconds, owner.stoppedAt?.storedMilliseconds,
-                        try OwnerRecord.encodeKinds(owner.kinds))),
+                        try OwnerRecord.encodeKinds(owner.kinds), owner.slots.map { Int32(clamping: $0) })),
                 logger: logger)
         }
     }

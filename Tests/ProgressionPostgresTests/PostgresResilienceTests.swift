@@ -231,8 +231,9 @@ struct PostgresResilienceTests {
         try await PostgresTaskStore.withStore(configuration: Self.configuration(server)) { store in
             // A lock held elsewhere past the call's deadline: the call ends (the server's statement_timeout or the
             // client's deadline, whichever comes first), transient.
+            // Held far longer than the deadline (a loaded machine may see it held late), and ended once checked.
             let holder = Task.detached {
-                try? server.sql("BEGIN; LOCK TABLE resilience.owners IN ACCESS EXCLUSIVE MODE; SELECT pg_sleep(8); COMMIT")
+                try? server.sql("BEGIN; LOCK TABLE resilience.owners IN ACCESS EXCLUSIVE MODE; SELECT pg_sleep(300); COMMIT")
             }
             try await poll("the lock to be held", timeout: .seconds(120)) {
                 let held = try server.sql(
@@ -241,6 +242,7 @@ struct PostgresResilienceTests {
             }
             let waited = await #expect(throws: TaskStoreError.self) { try await store.owners() }
             #expect(waited?.isTransient == true, "\(String(describing: waited))")
+            try await server.terminateBackends(applicationName: "psql")
             _ = await holder.value
             // Then calls go through again (a few tries: the deadline is short).
             try await poll("a call after the lock", timeout: .seconds(60)) { (try? await store.owners()) != nil }

@@ -47,6 +47,8 @@ extension FleetTest {
             configuration.ownerStaleAfter = .milliseconds(Int64(ownerStaleAfter * 1000))
             configuration.heartbeatInterval = .milliseconds(Int64(min(2, ownerStaleAfter / 4) * 1000))
             configuration.completedTaskVisibility = .seconds(1)
+            // The tests count every job of a simulated day at its end: none is deleted under them.
+            configuration.retention = .keepEverything
             if let clockSpeed {
                 guard let clockOrigin, let clockStart else {
                     throw ValidationError("--clock-speed needs --clock-origin and --clock-start")

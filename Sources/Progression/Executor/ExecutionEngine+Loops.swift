@@ -14,7 +14,8 @@ extension ExecutionEngine {
         let loops: [@Sendable () async -> Void] = [
             { await writer.run() }, { await self.runTimers() }, { await self.runPublisher() },
             { await self.runMaintenance() }, { await self.runControlRequests() }, { await self.runClaims() },
-            { await self.runSchedules() }, { await self.runTreeKeeper() },
+            { await self.runSchedules() }, { await self.runTreeKeeper() }, { await self.runRetention() },
+            { await self.runGauges() },
         ]
         await withTaskGroup(of: Void.self) { group in
             for loop in loops {
@@ -113,11 +114,81 @@ extension ExecutionEngine {
         }
     }
 
+    /// Deletes finished jobs past their retention (``RetentionPolicy``), when this executor takes the fleet's turn.
+    func runRetention() async {
+        let policy = configuration.retention
+        guard policy.deletesAnything else { return }
+        while !Task.isCancelled {
+            await retentionTurn(policy)
+            do { try await clock.sleep(policy.interval) } catch { return }
+        }
+    }
+
+    /// One turn of the retention, if the fleet's turn is this executor's: batches of jobs deleted, each its own
+    /// transaction, until none is left or the turn's batches are spent. Returns the jobs deleted by status.
+    @discardableResult
+    func retentionTurn(_ policy: RetentionPolicy) async -> [TaskStatus: Int] {
+        let now = now()
+        var deleted: [TaskStatus: Int] = [:]
+        do {
+            guard
+                try await store.takeDutyTurn(
+                    "retention", owner: ownerID, now: now, nextAt: now.addingTimeInterval(policy.interval.seconds))
+            else { return [:] }
+            var batches = 0
+            for (status, cutoff) in policy.cutoffs(at: now) {
+                while batches < policy.maxBatchesPerTurn, !Task.isCancelled {
+                    batches += 1
+                    let result = try await store.prune(
+                        finishedBefore: cutoff, statuses: [status], dryRun: false, limit: policy.batchSize)
+                    deleted[status, default: 0] += result.roots
+                    metrics.retentionDeleted[status]?.increment(by: result.roots)
+                    if result.roots < policy.batchSize { break }
+                    // Others' writes go between two batches.
+                    await Task.yield()
+                }
+            }
+        } catch {
+            logger.warning("retention: deleting finished jobs failed; tried again at the next turn", metadata: ["error": "\(error)"])
+        }
+        let total = deleted.values.reduce(0, +)
+        if total > 0 {
+            logger.info(
+                "retention: deleted finished jobs",
+                metadata: deleted.sorted { $0.key.rawValue < $1.key.rawValue }.reduce(into: [:]) {
+                    $0[$1.key.rawValue] = "\($1.value)"
+                })
+        }
+        return deleted
+    }
+
+    /// Reads the fleet's gauges and records them, while this executor holds the fleet's turn (it renews it each
+    /// interval; another takes it once it has not for two).
+    func runGauges() async {
+        guard let interval = configuration.gaugeInterval, interval > .zero else { return }
+        let reporter = FleetGaugeReporter(factory: metrics.factory)
+        while !Task.isCancelled {
+            let now = now()
+            let mine = (try? await store.takeDutyTurn(
+                "gauges", owner: ownerID, now: now, nextAt: now.addingTimeInterval(2 * interval.seconds))) ?? false
+            if mine, let gauges = try? await FleetGauges.read(
+                from: store, at: now, ownerStaleAfter: configuration.ownerStaleAfter)
+            {
+                reporter.record(gauges)
+            } else if !mine {
+                reporter.stop()
+            }
+            do { try await clock.sleep(interval) } catch { break }
+        }
+        reporter.stop()
+    }
+
     /// The owner record of this executor.
     func ownerRecord(heartbeatAt: Date, stoppedAt: Date? = nil) -> OwnerRecord {
         OwnerRecord(
             id: ownerID, host: configuration.hostName, pid: ProcessInfo.processInfo.processIdentifier,
-            startedAt: startedAt, heartbeatAt: heartbeatAt, stoppedAt: stoppedAt, kinds: registry.names.sorted())
+            startedAt: startedAt, heartbeatAt: heartbeatAt, stoppedAt: stoppedAt, kinds: registry.names.sorted(),
+            slots: configuration.maxConcurrentTasks)
     }
 
     /// Removes from memory the finished roots whose committed finish is older than their visibility, in one pass.

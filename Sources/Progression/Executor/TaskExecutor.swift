@@ -28,6 +28,13 @@ public actor TaskExecutor {
         public var completedTaskVisibility: Duration = .seconds(5)
         /// How long a failed or cancelled root stays in memory; `nil`: until ``TaskExecutor/remove(taskID:)``.
         public var failedTaskVisibility: Duration?
+        /// How long finished jobs stay in the store before the fleet deletes them (by default completed and cancelled
+        /// ones a day, failed ones a week); ``RetentionPolicy/keepEverything`` deletes nothing.
+        public var retention: RetentionPolicy = .default
+        /// How often the fleet's gauges (``FleetGauges``: jobs by kind and state, the oldest ready job's age, live
+        /// workers, slots, schedule lag) are read from the store and recorded through swift-metrics, by one executor
+        /// of the fleet at a time (it keeps the turn while it lives); `nil`: never by this executor.
+        public var gaugeInterval: Duration? = .seconds(15)
         /// How long the writer lets changes gather before it writes them (progress is write-behind).
         public var writeWindow: Duration = .milliseconds(20)
         /// After a commit that resumed waiting tasks, while more changes wait to be written, the writer pauses up to

@@ -12,11 +12,15 @@ package struct OwnerRecord: Sendable, Hashable, Codable, Identifiable {
     /// The job kinds it registered (it runs jobs of those only); `nil` when not recorded (an owner of an older
     /// version).
     package var kinds: [String]?
+    /// How many roots it runs at once (its ``TaskExecutor/Configuration/maxConcurrentTasks``); `nil` when not
+    /// recorded (an owner of an older version, or a process that runs none).
+    package var slots: Int?
 
     package init(
         id: String, host: String, pid: Int32, startedAt: Date, heartbeatAt: Date, stoppedAt: Date? = nil,
-        kinds: [String]? = nil
+        kinds: [String]? = nil, slots: Int? = nil
     ) {
+        self.slots = slots
         self.id = id
         self.host = host
         self.pid = pid

@@ -27,6 +27,8 @@ public actor InMemoryTaskStore: TaskStoreBackend {
         var dependencies: [JobDependency] = []
         var signals: [JobSignalRecord] = []
         var treeQueue: [TreeChange] = []
+        /// When each fleet duty's next turn is due.
+        var duties: [String: (next: Date, owner: String)] = [:]
         /// The tasks the running transaction touched, as they were before it (`nil`: absent): its undo log.
         var journal: [String: (record: TaskRecord?, sequence: Int?)] = [:]
 
@@ -216,23 +218,72 @@ public actor InMemoryTaskStore: TaskStoreBackend {
         }
     }
 
-    package func prune(finishedBefore date: Date, statuses: Set<TaskStatus>, dryRun: Bool) throws -> PruneResult {
+    package func prune(finishedBefore date: Date, statuses: Set<TaskStatus>, dryRun: Bool, limit: Int?) throws
+        -> PruneResult
+    {
         try transaction { state in
-            let roots = Set(
-                state.tasks.values.filter {
-                    $0.isRoot && $0.status.isFinished && statuses.contains($0.status)
-                        && ($0.finishedAt.map { $0.storedMilliseconds < date.storedMilliseconds } ?? false)
-                }.map(\.id))
+            let cutoff = date.storedMilliseconds
+            var matching = state.tasks.values.filter { record in
+                guard record.isRoot, record.status.isFinished, statuses.contains(record.status),
+                    let finishedAt = record.finishedAt, finishedAt.storedMilliseconds < cutoff
+                else { return false }
+                // A child job is kept while its parent has not finished.
+                guard let parent = record.parentJobID.flatMap({ state.tasks[$0] }) else { return true }
+                return parent.status.isFinished
+            }
+            matching.sort { ($0.finishedAt!, $0.id) < ($1.finishedAt!, $1.id) }
+            if let limit { matching = Array(matching.prefix(max(0, limit))) }
+            let roots = Set(matching.map(\.id))
             var tasks = 0
             for root in roots {
                 let ids = state.byRoot[root] ?? []
                 tasks += ids.count
                 guard !dryRun else { continue }
                 for id in ids { state.remove(id) }
+                state.dependencies.removeAll { $0.jobID == root }
+                state.signals.removeAll { $0.jobID == root }
+                if state.dependencies.contains(where: { $0.dependsOn == root }) {
+                    Self.queue([TreeChange(root, .dependents)], into: &state)
+                }
             }
             if !dryRun { state.events.removeAll { roots.contains($0.rootID) } }
             return PruneResult(roots: roots.count, tasks: tasks)
         }
+    }
+
+    package func takeDutyTurn(_ duty: String, owner: String, now: Date, nextAt: Date) -> Bool {
+        if let (due, holder) = state.duties[duty], due.storedMilliseconds > now.storedMilliseconds, holder != owner {
+            return false
+        }
+        state.duties[duty] = (nextAt, owner)
+        return true
+    }
+
+    package func gaugeCounts(at now: Date) -> (unfinished: [UnfinishedRootGroup], failedByKind: [String: Int]) {
+        struct Key: Hashable {
+            var kind: String
+            var status: TaskStatus
+            var waiting: Bool
+            var due: Bool
+        }
+        var groups: [Key: UnfinishedRootGroup] = [:]
+        var failed: [String: Int] = [:]
+        for record in state.tasks.values where record.isRoot {
+            let kind = record.kind ?? ""
+            if record.status == .failed { failed[kind, default: 0] += 1 }
+            guard !record.status.isFinished else { continue }
+            let due = (record.nextAttemptAt?.storedMilliseconds ?? 0) <= now.storedMilliseconds
+            let key = Key(kind: kind, status: record.status, waiting: record.wait != nil, due: due)
+            let since = (record.nextAttemptAt ?? record.createdAt).roundedToMilliseconds
+            var group =
+                groups[key]
+                ?? UnfinishedRootGroup(
+                    kind: kind, status: record.status, waiting: key.waiting, due: due, count: 0, earliest: since)
+            group.count += 1
+            group.earliest = min(group.earliest ?? since, since)
+            groups[key] = group
+        }
+        return (Array(groups.values), failed)
     }
 
     package func saveOwner(_ owner: OwnerRecord) throws {

@@ -277,17 +277,22 @@ extension SQLiteTaskStore {
         }
     }
 
-    package func prune(finishedBefore date: Date, statuses: Set<TaskStatus>, dryRun: Bool) async throws -> PruneResult {
+    package func prune(finishedBefore date: Date, statuses: Set<TaskStatus>, dryRun: Bool, limit: Int?) async throws
+        -> PruneResult
+    {
         let finished = statuses.filter(\.isFinished).map(\.rawValue).sorted()
-        guard !finished.isEmpty else { return PruneResult(roots: 0, tasks: 0) }
+        guard !finished.isEmpty, limit.map({ $0 > 0 }) ?? true else { return PruneResult(roots: 0, tasks: 0) }
         let body = { (connection: SQLiteConnection) throws -> PruneResult in
             // The finished index by status and age: a root finished before `date` was created before it.
             let cutoff = SQLiteValue.integer(date.storedMilliseconds)
             let roots = try connection.query(
                 """
-                SELECT id FROM tasks WHERE parent_id IS NULL AND finished_at IS NOT NULL
+                SELECT id FROM tasks AS job WHERE parent_id IS NULL AND finished_at IS NOT NULL
                   AND (\(finished.map { _ in "status = ?" }.joined(separator: " OR ")))
                   AND created_at < ? AND finished_at < ?
+                  AND (parent_job_id IS NULL OR NOT EXISTS (
+                    SELECT 1 FROM tasks AS parent WHERE parent.id = job.parent_job_id AND parent.finished_at IS NULL))
+                \(limit.map { "ORDER BY finished_at LIMIT \($0)" } ?? "")
                 """,
                 finished.map { .text($0) } + [cutoff, cutoff]
             ) { $0.text(at: 0) }
@@ -304,10 +309,50 @@ extension SQLiteTaskStore {
                 try deleteEvents.execute([.text(root)])
                 try deleteChildren.execute([.text(root)])
                 try deleteRoot.execute([.text(root)])
+                try self.deleteJobTreeRows(of: root, at: Date(), connection: connection)
             }
             return PruneResult(roots: roots.count, tasks: tasks)
         }
         return dryRun ? try await read(body) : try await write(body)
+    }
+
+    package func gaugeCounts(at now: Date) async throws -> (unfinished: [UnfinishedRootGroup], failedByKind: [String: Int]) {
+        try await read { connection in
+            let unfinished = try connection.query(
+                """
+                SELECT coalesce(kind, ''), status, wait IS NOT NULL, coalesce(next_attempt_at, 0) <= ?, count(*),
+                  min(coalesce(next_attempt_at, created_at))
+                FROM tasks WHERE parent_id IS NULL AND finished_at IS NULL GROUP BY 1, 2, 3, 4
+                """, [.integer(now.storedMilliseconds)]
+            ) { row in
+                UnfinishedRootGroup(
+                    kind: row.text(at: 0), status: TaskStatus(rawValue: row.text(at: 1)) ?? .pending,
+                    waiting: row.int64(at: 2) != 0, due: row.int64(at: 3) != 0, count: Int(row.int64(at: 4)),
+                    earliest: row.optionalInt64(at: 5).map(Date.init(storedMilliseconds:)))
+            }
+            var failed: [String: Int] = [:]
+            for (kind, count) in try connection.query(
+                "SELECT coalesce(kind, ''), count(*) FROM tasks WHERE parent_id IS NULL AND status = 'failed' GROUP BY 1",
+                [], { ($0.text(at: 0), Int($0.int64(at: 1))) })
+            {
+                failed[kind] = count
+            }
+            return (unfinished, failed)
+        }
+    }
+
+    package func takeDutyTurn(_ duty: String, owner: String, now: Date, nextAt: Date) async throws -> Bool {
+        try await write { connection in
+            try connection.execute(
+                """
+                INSERT INTO fleet_duties (name, next_at, owner_id, taken_at) VALUES (?1, ?2, ?3, ?4)
+                ON CONFLICT (name) DO UPDATE SET next_at = excluded.next_at, owner_id = excluded.owner_id,
+                  taken_at = excluded.taken_at
+                WHERE fleet_duties.next_at <= ?4 OR fleet_duties.owner_id = ?3
+                """,
+                [.text(duty), .integer(nextAt.storedMilliseconds), .text(owner), .integer(now.storedMilliseconds)])
+            return connection.changes > 0
+        }
     }
 
     // MARK: Owners and control requests
@@ -316,14 +361,17 @@ extension SQLiteTaskStore {
         try await write { connection in
             try connection.execute(
                 """
-                INSERT INTO owners (id, host, pid, started_at, heartbeat_at, stopped_at, kinds) VALUES (?, ?, ?, ?, ?, ?, ?)
+                INSERT INTO owners (id, host, pid, started_at, heartbeat_at, stopped_at, kinds, slots)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
                 ON CONFLICT(id) DO UPDATE SET host = excluded.host, pid = excluded.pid, started_at = excluded.started_at,
-                  heartbeat_at = excluded.heartbeat_at, stopped_at = excluded.stopped_at, kinds = excluded.kinds
+                  heartbeat_at = excluded.heartbeat_at, stopped_at = excluded.stopped_at, kinds = excluded.kinds,
+                  slots = excluded.slots
                 """,
                 [
                     .text(owner.id), .text(owner.host), .integer(Int64(owner.pid)),
                     .integer(owner.startedAt.storedMilliseconds), .integer(owner.heartbeatAt.storedMilliseconds),
                     SQLiteValue(owner.stoppedAt?.storedMilliseconds), SQLiteValue(try OwnerRecord.encodeKinds(owner.kinds)),
+                    SQLiteValue(owner.slots.map(Int64.init)),
                 ])
         }
     }

@@ -80,8 +80,19 @@ package protocol ControlRequestQueue: Sendable {
 /// Pruning, change detection and maintenance off the commit path.
 package protocol StoreHousekeeping: Sendable {
     /// Deletes (or, with `dryRun`, counts) finished roots that finished before `date` with a status in `statuses`,
-    /// with their trees and history.
-    func prune(finishedBefore date: Date, statuses: Set<TaskStatus>, dryRun: Bool) async throws -> PruneResult
+    /// with their trees, history, signals and dependencies: at most `limit` of them (those that finished first), in
+    /// one transaction. A child job whose parent has not finished is kept.
+    func prune(finishedBefore date: Date, statuses: Set<TaskStatus>, dryRun: Bool, limit: Int?) async throws
+        -> PruneResult
+
+    /// Takes the turn of a duty that one executor of the fleet does for all (``RetentionPolicy``'s deletions, the
+    /// gauges): when its next turn is due at `now` (or it never ran), or `owner` took the last one (it renews its
+    /// turn), moves it to `nextAt` for `owner` and returns `true`; of executors that try at once, one gets `true`.
+    func takeDutyTurn(_ duty: String, owner: String, now: Date, nextAt: Date) async throws -> Bool
+
+    /// What ``FleetGauges`` counts: unfinished roots grouped by kind, status, whether they wait and whether they are
+    /// due at `now` (from the index of unfinished roots), and failed roots by kind.
+    func gaugeCounts(at now: Date) async throws -> (unfinished: [UnfinishedRootGroup], failedByKind: [String: Int])
 
     /// A number that changes whenever another connection commits a change (SQLite's `data_version`); lets a poller
     /// skip its queries when nothing changed.
@@ -93,6 +104,14 @@ package protocol StoreHousekeeping: Sendable {
 
 extension TaskWriting {
     package nonisolated var writerExecutor: UnownedSerialExecutor? { nil }
+}
+
+extension StoreHousekeeping {
+    /// Deletes (or counts) every finished root that matches (``prune(finishedBefore:statuses:dryRun:limit:)`` without
+    /// a limit).
+    package func prune(finishedBefore date: Date, statuses: Set<TaskStatus>, dryRun: Bool) async throws -> PruneResult {
+        try await prune(finishedBefore: date, statuses: statuses, dryRun: dryRun, limit: nil)
+    }
 }
 
 extension TaskStoreBackend {

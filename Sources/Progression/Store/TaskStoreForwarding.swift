@@ -99,8 +99,18 @@ extension TaskStoreForwarding {
     package func completeControlRequest(id: Int64, outcome: String, at date: Date) async throws {
         try await forward(.write) { try await $0.completeControlRequest(id: id, outcome: outcome, at: date) }
     }
-    package func prune(finishedBefore date: Date, statuses: Set<TaskStatus>, dryRun: Bool) async throws -> PruneResult {
-        try await forward(.write) { try await $0.prune(finishedBefore: date, statuses: statuses, dryRun: dryRun) }
+    package func prune(finishedBefore date: Date, statuses: Set<TaskStatus>, dryRun: Bool, limit: Int?) async throws
+        -> PruneResult
+    {
+        try await forward(.write) {
+            try await $0.prune(finishedBefore: date, statuses: statuses, dryRun: dryRun, limit: limit)
+        }
+    }
+    package func gaugeCounts(at now: Date) async throws -> (unfinished: [UnfinishedRootGroup], failedByKind: [String: Int]) {
+        try await forward(.read) { try await $0.gaugeCounts(at: now) }
+    }
+    package func takeDutyTurn(_ duty: String, owner: String, now: Date, nextAt: Date) async throws -> Bool {
+        try await forward(.write) { try await $0.takeDutyTurn(duty, owner: owner, now: now, nextAt: nextAt) }
     }
     package func changeCounter() async throws -> Int64 {
         try await forward(.read) { try await $0.changeCounter() }

@@ -299,7 +299,7 @@ struct ExecutorFaultTests {
         if scheduler { try await executor.start() }
         let id = try await executor.addTask(name: "t") { _ in }
         try await executor.runEnded(id)
-        try await waitUntil("the loops to run") { executor.runningLoops == 8 }
+        try await waitUntil("the loops to run") { executor.runningLoops == 10 }
         await executor.shutdown()
         #expect(executor.runningLoops == 0)
     }

@@ -20,6 +20,7 @@ import Synchronization
 /// | `progression.writer.commit_duration` | timer | – | one batch written and committed |
 /// | `progression.writer.batch_size` | recorder | – | rows and events in a batch |
 /// | `progression.writer.failures` | counter | – | batches the store refused (tried again) |
+/// | `progression.retention.deleted` | counter | status | finished jobs this executor deleted (``RetentionPolicy``) |
 final class ExecutorMetrics: Sendable {
     /// The metrics of one job kind.
     struct Kind: Sendable {
@@ -52,6 +53,8 @@ final class ExecutorMetrics: Sendable {
     let commitDuration: Timer
     let batchSize: Recorder
     let writerFailures: Counter
+    /// Jobs deleted by the retention, by the status they finished with.
+    let retentionDeleted: [TaskStatus: Counter]
 
     init(factory: any MetricsFactory) {
         self.factory = factory
@@ -59,6 +62,12 @@ final class ExecutorMetrics: Sendable {
         commitDuration = Timer(label: "progression.writer.commit_duration", factory: factory)
         batchSize = Recorder(label: "progression.writer.batch_size", factory: factory)
         writerFailures = Counter(label: "progression.writer.failures", factory: factory)
+        var deleted: [TaskStatus: Counter] = [:]
+        for status in TaskStatus.allCases where status.isFinished {
+            deleted[status] = Counter(
+                label: "progression.retention.deleted", dimensions: [("status", status.rawValue)], factory: factory)
+        }
+        retentionDeleted = deleted
     }
 
     /// The metrics of a kind (`nil`: closure tasks), made once.
@@ -70,5 +79,66 @@ final class ExecutorMetrics: Sendable {
             kinds[name] = made
             return made
         }
+    }
+}
+
+/// The fleet's gauges as swift-metrics gauges, while this executor reports them:
+///
+/// | label | dimensions | what |
+/// |---|---|---|
+/// | `progression.jobs` | kind, state | jobs by state: pending, scheduled, waiting, running, paused, failed |
+/// | `progression.jobs.oldest_ready_seconds` | kind | seconds the oldest job ready to run has waited |
+/// | `progression.workers.live` | – | executors with a fresh heartbeat |
+/// | `progression.slots` | state | slots of live executors: used, free |
+/// | `progression.schedules.lag_seconds` | – | how late the latest schedule is |
+///
+/// Only the executor holding the fleet's turn records them; one that loses it destroys its gauges, so that a backend
+/// never shows two reporters' values.
+final class FleetGaugeReporter: Sendable {
+    private let factory: any MetricsFactory
+    private let gauges = Mutex<[String: Gauge]>([:])
+    /// The kinds recorded so far: one whose jobs are all gone reads 0, not its last value.
+    private let kinds = Mutex<Set<String>>([])
+
+    init(factory: any MetricsFactory) {
+        self.factory = factory
+    }
+
+    private func gauge(_ label: String, _ dimensions: [(String, String)]) -> Gauge {
+        let key = ([label] + dimensions.map { "\($0.0)=\($0.1)" }).joined(separator: "\u{1}")
+        return gauges.withLock { gauges in
+            if let existing = gauges[key] { return existing }
+            let made = Gauge(label: label, dimensions: dimensions, factory: factory)
+            gauges[key] = made
+            return made
+        }
+    }
+
+    func record(_ fleet: FleetGauges) {
+        let known = kinds.withLock { kinds in
+            kinds.formUnion(fleet.kinds.keys)
+            return kinds
+        }
+        for kind in known {
+            let counts = fleet.kinds[kind] ?? FleetGauges.Kind()
+            for state in FleetGauges.State.allCases {
+                gauge("progression.jobs", [("kind", kind), ("state", state.rawValue)]).record(counts[state])
+            }
+            gauge("progression.jobs.oldest_ready_seconds", [("kind", kind)]).record(counts.oldestReadySeconds)
+        }
+        gauge("progression.workers.live", []).record(fleet.liveWorkers)
+        gauge("progression.slots", [("state", "used")]).record(fleet.usedSlots)
+        gauge("progression.slots", [("state", "free")]).record(fleet.freeSlots)
+        gauge("progression.schedules.lag_seconds", []).record(fleet.scheduleLagSeconds)
+    }
+
+    /// Destroys the gauges recorded so far (another executor reports them now).
+    func stop() {
+        let recorded = gauges.withLock { gauges in
+            defer { gauges.removeAll() }
+            return Array(gauges.values)
+        }
+        kinds.withLock { $0.removeAll() }
+        for gauge in recorded { gauge.destroy() }
     }
 }
