@@ -54,6 +54,13 @@ public final class ProgressionConsole: Service, Sendable {
         public var overviewInterval: Duration = .seconds(5)
         /// How long a change waits for the executor that holds the task to apply it (as `progressctl --wait`).
         public var controlWait: Duration = .seconds(5)
+        /// Whether `GET /metrics` (the fleet's gauges in Prometheus's text format) needs the token as a bearer header;
+        /// by default it is read as the pages are, without it (it says no more than the overview).
+        public var metricsNeedToken = false
+        /// How long a read of the gauges answers the scrapes that follow it.
+        public var metricsCacheTime: Duration = .seconds(5)
+        /// How long without a heartbeat an executor counts as gone in the gauges (as the executors' `ownerStaleAfter`).
+        public var ownerStaleAfter: Duration = .seconds(15)
 
         /// A console at `path`, read-only without a `token`.
         public init(path: String = "/console", token: String? = nil) {
@@ -77,6 +84,8 @@ public final class ProgressionConsole: Service, Sendable {
     let access: ConsoleAccess
     let hub: LiveHub
     let flashes = FlashMessages()
+    /// The last read of the fleet's gauges, for the scrapes within ``Configuration/metricsCacheTime``.
+    let lastGauges = Mutex<(at: ContinuousClock.Instant, text: String)?>(nil)
     let logger: Logger
 
     /// A console on the store of an executor (a `SQLiteTaskStore`, a `PostgresTaskStore` or an

@@ -63,7 +63,7 @@ public struct RetentionPolicy: Sendable, Hashable {
     public static let `default` = RetentionPolicy(
         completed: .seconds(86_400), failed: .seconds(7 * 86_400), cancelled: .seconds(86_400))
 
-    /// Nothing is deleted but by `progressctl prune`, the console or ``TaskExecutor/remove(taskID:force:)``.
+    /// Nothing is deleted but by `progressctl prune`, the console or ``TaskExecutor/remove(taskID:)``.
     public static let keepEverything = RetentionPolicy(completed: nil, failed: nil, cancelled: nil)
 
     /// How long a job that finished with `status` is kept; `nil` for ever (and for an unfinished status).

@@ -6,6 +6,7 @@ import Logging
 import Progression
 import ProgressionOperator
 import ServiceLifecycle
+import Synchronization
 
 extension ProgressionConsole {
     /// Adds the console's routes to `router` under ``Configuration/path``:
@@ -19,6 +20,7 @@ extension ProgressionConsole {
     /// | `POST /tasks/{id}/signal` `name=…` (`payload=` JSON) | redirect | ``SignalJSON`` |
     /// | `POST /tasks?<filters>` `action=…` and `dryRun=1` or `yes=1` (`force=1`) | preview / result | `TaskControl.Summary` |
     /// | `GET /login`, `POST /login` `token=…`, `POST /logout` | signing in | — |
+    /// | `GET /metrics` | the fleet's gauges (``FleetGauges``) in Prometheus's text format | — |
     ///
     /// `GET` routes also answer `Accept: text/event-stream` with the page's live updates (`event: update`, `data:` the
     /// row values as JSON; `?events=N` ends the stream after N updates).
@@ -39,6 +41,7 @@ extension ProgressionConsole {
             let id = Self.decoded(context.parameters.get("id"))
             return await self.respond(request) { try await self.signalRoute($0, request: request, id: id) }
         }
+        group.get("metrics") { request, _ in await self.respond(request) { try await self.metricsRoute($0) } }
         group.get("login") { request, _ in await self.respond(request) { try await self.loginPage($0) } }
         group.post("login") { request, _ in await self.respond(request) { try await self.login($0, request: request) } }
         group.post("logout") { request, _ in await self.respond(request) { try await self.logout($0, request: request) } }
@@ -48,6 +51,27 @@ extension ProgressionConsole {
         group.get("**") { request, _ in
             await self.respond(request) { _ in throw ConsoleError.notFound("there is no page at \(request.uri.path)") }
         }
+    }
+
+    /// `GET /metrics`: the fleet's gauges in Prometheus's text format (read at most once per
+    /// ``Configuration/metricsCacheTime``). With ``Configuration/metricsNeedToken``, only with the token as a bearer.
+    func metricsRoute(_ exchange: Exchange) async throws -> Response {
+        if configuration.metricsNeedToken, !exchange.bearer {
+            throw ConsoleError.forbidden("the metrics need the console's token as a bearer header")
+        }
+        let now = ContinuousClock.now
+        let text: String
+        if let cached = lastGauges.withLock({ $0 }), now - cached.at < configuration.metricsCacheTime {
+            text = cached.text
+        } else {
+            let staleAfter = configuration.ownerStaleAfter
+            let gauges = try await store.checked { try await FleetGauges.read(from: $0, at: Date(), ownerStaleAfter: staleAfter) }
+            text = gauges.prometheusText
+            lastGauges.withLock { $0 = (now, text) }
+        }
+        return Response(
+            status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
+            body: ResponseBody(byteBuffer: ByteBuffer(string: text)))
     }
 
     static func decoded(_ parameter: String?) -> String {

@@ -1,0 +1,56 @@
+#if Console
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import Progression
+import ProgressionConsole
+import ProgressionOperator
+import ProgressionTestSupport
+import Testing
+
+/// `GET /metrics` (issue 37): the fleet's gauges in Prometheus's text format, read without the token unless told.
+@Suite struct MetricsTests {
+    @Test(arguments: ConsoleStore.allCases)
+    func theFleetsGaugesAreServedInPrometheusTextWithoutTheToken(store: ConsoleStore) async throws {
+        let fixture = try await ConsoleFixture(store)
+        try await fixture.store.saveOwner(
+            OwnerRecord(id: "w1", host: "h", pid: 1, startedAt: Date(), heartbeatAt: Date(), kinds: ["import"], slots: 4))
+        try await fixture.test { client in
+            let response = try await client.get("/metrics", accept: "*/*")
+            #expect(response.status == .ok)
+            #expect(response.headers[.contentType] == "text/plain; version=0.0.4; charset=utf-8")
+            let lines = Set(text(response).split(separator: "\n").map(String.init))
+            // The seed: a running import, three pending ones, a failed export.
+            #expect(lines.contains(#"progression_jobs{kind="import",state="running"} 1"#), "\(lines.sorted())")
+            #expect(lines.contains(#"progression_jobs{kind="import",state="pending"} 3"#))
+            #expect(lines.contains(#"progression_jobs{kind="export",state="failed"} 1"#))
+            #expect(lines.contains("progression_workers_live 1"))
+            #expect(lines.contains(#"progression_slots{state="free"} 3"#))
+            #expect(lines.contains { $0.hasPrefix(#"progression_oldest_ready_job_age_seconds{kind="import"} "#) })
+        }
+    }
+
+    @Test func withMetricsNeedTokenOnlyTheBearerReadsThem() async throws {
+        let directory = try TemporaryDirectory()
+        let store = try SQLiteTaskStore(path: directory.file("tasks.sqlite"))
+        try await ConsoleFixture.seed(store)
+        var configuration = ConsoleFixture.configuration(path: "", token: ConsoleFixture.token)
+        configuration.metricsNeedToken = true
+        let console = try ProgressionConsole(store: store, configuration: configuration)
+        let router = Router()
+        console.addRoutes(to: router)
+        let application = Application(router: router, services: [console])
+        try await application.test(.router) { client in
+            let refused = try await client.get("/metrics", accept: "*/*")
+            #expect(refused.status == .forbidden)
+            let wrong = try await client.get("/metrics", accept: "*/*", headers: [.authorization: "Bearer not-the-token-at-all"])
+            #expect(wrong.status == .forbidden)
+            let read = try await client.get(
+                "/metrics", accept: "*/*", headers: [.authorization: "Bearer \(ConsoleFixture.token)"])
+            #expect(read.status == .ok)
+            #expect(text(read).contains("progression_workers_live 0"))
+        }
+    }
+}
+#endif
