@@ -146,6 +146,9 @@ public final class ProgressionConsole: Service, Sendable {
                 throw ConfigurationError(description: "the console's token must be at least \(Self.shortestToken) characters, without spaces")
             }
         }
+        if configuration.metricsNeedToken, configuration.token == nil {
+            throw ConfigurationError(description: "the console's metrics need a token, and it has none")
+        }
         self.configuration = configuration
         base = path
         reader = ConsoleReader(store: operatorStore)

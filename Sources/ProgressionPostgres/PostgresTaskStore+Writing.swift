@@ -542,18 +542,22 @@ extension PostgresTaskStore {
         let finished = statuses.filter(\.isFinished).map(\.rawValue).sorted()
         guard !finished.isEmpty, limit.map({ $0 > 0 }) ?? true else { return PruneResult(roots: 0, tasks: 0) }
         return try await write { [self] connection in
-            // The finished index by status and age: a root finished before `date` was created before it. Roots another
-            // transaction holds (a prune of another process, a change) are skipped, not waited for.
+            // The finished index by status and age (a root finished before `date` was created before it), oldest
+            // first. A child job goes only once its parent has gone, and a job only once no unfinished job waits for
+            // it. A batch (the retention's) skips roots another transaction holds instead of waiting for them.
             let cutoff = date.storedMilliseconds
             let roots = try await rows(
                 """
                 SELECT id FROM \(names.tasks) AS job WHERE parent_id IS NULL AND finished_at IS NOT NULL
                   AND status = ANY($1::text[]) AND created_at < $2 AND finished_at < $2
                   AND (parent_job_id IS NULL OR NOT EXISTS (
-                    SELECT 1 FROM \(names.tasks) AS parent
-                    WHERE parent.id = job.parent_job_id AND parent.finished_at IS NULL))
-                \(limit.map { "ORDER BY finished_at LIMIT \($0)" } ?? "ORDER BY id")
-                \(dryRun ? "" : "FOR UPDATE SKIP LOCKED")
+                    SELECT 1 FROM \(names.tasks) AS parent WHERE parent.id = job.parent_job_id))
+                  AND NOT EXISTS (
+                    SELECT 1 FROM \(names.jobDependencies) AS dependency
+                    JOIN \(names.tasks) AS waiting ON waiting.id = dependency.job_id
+                    WHERE dependency.depends_on = job.id AND waiting.finished_at IS NULL)
+                \(limit.map { "ORDER BY created_at, id LIMIT \($0)" } ?? "ORDER BY id")
+                \(dryRun ? "" : limit == nil ? "FOR UPDATE" : "FOR UPDATE SKIP LOCKED")
                 """, bindings(finished, cutoff), connection: connection
             ) { try $0.decode(String.self) }
             guard !roots.isEmpty else { return PruneResult(roots: 0, tasks: 0) }
@@ -599,7 +603,7 @@ extension PostgresTaskStore {
             let unfinished = try await rows(
                 """
                 SELECT coalesce(kind, ''), status, wait IS NOT NULL, coalesce(next_attempt_at, 0) <= $1, count(*),
-                  min(coalesce(next_attempt_at, created_at))
+                  min(coalesce(next_attempt_at, updated_at))
                 FROM \(names.tasks) WHERE parent_id IS NULL AND finished_at IS NULL GROUP BY 1, 2, 3, 4
                 """, bindings(now.storedMilliseconds), connection: connection
             ) { row in
@@ -612,8 +616,8 @@ extension PostgresTaskStore {
             var failed: [String: Int] = [:]
             for (kind, count) in try await rows(
                 """
-                SELECT coalesce(kind, ''), count(*) FROM \(names.tasks) WHERE parent_id IS NULL AND status = 'failed'
-                GROUP BY 1
+                SELECT coalesce(kind, ''), count(*) FROM \(names.tasks)
+                WHERE parent_id IS NULL AND finished_at IS NOT NULL AND status = 'failed' GROUP BY 1
                 """, connection: connection, { try $0.decode((String, Int64).self) })
             {
                 failed[kind] = Int(count)

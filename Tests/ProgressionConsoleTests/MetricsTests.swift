@@ -51,6 +51,11 @@ import Testing
             #expect(read.status == .ok)
             #expect(text(read).contains("progression_workers_live 0"))
         }
+        var tokenless = ConsoleFixture.configuration(path: "", token: nil)
+        tokenless.metricsNeedToken = true
+        #expect(throws: ProgressionConsole.ConfigurationError.self) {
+            try ProgressionConsole(store: store, configuration: tokenless)
+        }
     }
 }
 #endif

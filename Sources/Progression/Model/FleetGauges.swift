@@ -24,7 +24,8 @@ public struct FleetGauges: Sendable, Hashable, Codable {
     public struct Kind: Sendable, Hashable, Codable {
         /// Jobs by state (every state present, 0 when none).
         public var jobs: [String: Int]
-        /// Seconds since the oldest job ready to run became ready; 0 when none is.
+        /// Seconds since the oldest job ready to run became ready (its due time, or the last change of its row: a
+        /// release, a retry, a resume); 0 when none is, or when its kind is paused (no worker may take it).
         public var oldestReadySeconds: Double
 
         public init(jobs: [String: Int] = [:], oldestReadySeconds: Double = 0) {
@@ -96,7 +97,7 @@ extension FleetGauges {
     /// The gauges from what a store counted, its owners and schedules, at `now`.
     package init(
         now: Date, unfinished: [UnfinishedRootGroup], failedByKind: [String: Int], owners: [OwnerRecord],
-        schedules: [ScheduleRecord], ownerStaleAfter: Duration
+        schedules: [ScheduleRecord], pausedKinds: Set<String> = [], ownerStaleAfter: Duration
     ) {
         var kinds: [String: Kind] = [:]
         var running = 0
@@ -113,7 +114,7 @@ extension FleetGauges {
                     state = .scheduled
                 } else {
                     state = .pending
-                    if let earliest = group.earliest {
+                    if let earliest = group.earliest, !pausedKinds.contains(group.kind) {
                         kind.oldestReadySeconds = max(kind.oldestReadySeconds, now.timeIntervalSince(earliest))
                     }
                 }
@@ -145,7 +146,8 @@ extension FleetGauges {
         let counts = try await store.gaugeCounts(at: now)
         return FleetGauges(
             now: now, unfinished: counts.unfinished, failedByKind: counts.failedByKind, owners: try await store.owners(),
-            schedules: try await store.schedules(), ownerStaleAfter: ownerStaleAfter)
+            schedules: try await store.schedules(), pausedKinds: Set(try await store.pausedKinds().keys),
+            ownerStaleAfter: ownerStaleAfter)
     }
 
     /// The Prometheus text format (0.0.4) of the gauges: `progression_jobs{kind,state}`,

@@ -6,8 +6,9 @@ import Foundation
 /// Every executor that runs jobs carries it out: once per ``interval`` one executor of the fleet (whichever takes the
 /// turn in the store first) deletes jobs finished longer ago than their status's period, in batches of at most
 /// ``batchSize`` jobs, each its own short transaction, so that it never holds the writer (SQLite) or a lock
-/// (PostgreSQL) for long. A child job is kept while its parent has not finished. Give every executor of a database the
-/// same policy: the turn goes to any of them.
+/// (PostgreSQL) for long. A child job is kept until its parent has gone (a retried parent runs its failed children
+/// again), and a job until no unfinished job waits for it. Give every executor of a database the same policy: the turn
+/// goes to any of them.
 ///
 /// The default keeps completed and cancelled jobs a day and failed ones a week (what an operator looks at after a
 /// failure). ``keepEverything`` deletes nothing, as before Progression had retention; `progressctl prune` deletes on

@@ -227,11 +227,13 @@ public actor InMemoryTaskStore: TaskStoreBackend {
                 guard record.isRoot, record.status.isFinished, statuses.contains(record.status),
                     let finishedAt = record.finishedAt, finishedAt.storedMilliseconds < cutoff
                 else { return false }
-                // A child job is kept while its parent has not finished.
-                guard let parent = record.parentJobID.flatMap({ state.tasks[$0] }) else { return true }
-                return parent.status.isFinished
+                // A child job goes only once its parent has gone, and a job only once no unfinished job waits for it.
+                if let parent = record.parentJobID, state.tasks[parent] != nil { return false }
+                return !state.dependencies.contains { dependency in
+                    dependency.dependsOn == record.id && state.tasks[dependency.jobID].map { !$0.status.isFinished } == true
+                }
             }
-            matching.sort { ($0.finishedAt!, $0.id) < ($1.finishedAt!, $1.id) }
+            matching.sort { ($0.createdAt, $0.id) < ($1.createdAt, $1.id) }
             if let limit { matching = Array(matching.prefix(max(0, limit))) }
             let roots = Set(matching.map(\.id))
             var tasks = 0
@@ -274,7 +276,7 @@ public actor InMemoryTaskStore: TaskStoreBackend {
             guard !record.status.isFinished else { continue }
             let due = (record.nextAttemptAt?.storedMilliseconds ?? 0) <= now.storedMilliseconds
             let key = Key(kind: kind, status: record.status, waiting: record.wait != nil, due: due)
-            let since = (record.nextAttemptAt ?? record.createdAt).roundedToMilliseconds
+            let since = (record.nextAttemptAt ?? record.updatedAt).roundedToMilliseconds
             var group =
                 groups[key]
                 ?? UnfinishedRootGroup(

@@ -283,16 +283,20 @@ extension SQLiteTaskStore {
         let finished = statuses.filter(\.isFinished).map(\.rawValue).sorted()
         guard !finished.isEmpty, limit.map({ $0 > 0 }) ?? true else { return PruneResult(roots: 0, tasks: 0) }
         let body = { (connection: SQLiteConnection) throws -> PruneResult in
-            // The finished index by status and age: a root finished before `date` was created before it.
+            // The finished index by status and age (a root finished before `date` was created before it), oldest
+            // first. A child job goes only once its parent has gone (a retried parent runs its failed children
+            // again), and a job only once no unfinished job waits for it (it reads its result, or its end).
             let cutoff = SQLiteValue.integer(date.storedMilliseconds)
             let roots = try connection.query(
                 """
                 SELECT id FROM tasks AS job WHERE parent_id IS NULL AND finished_at IS NOT NULL
                   AND (\(finished.map { _ in "status = ?" }.joined(separator: " OR ")))
                   AND created_at < ? AND finished_at < ?
-                  AND (parent_job_id IS NULL OR NOT EXISTS (
-                    SELECT 1 FROM tasks AS parent WHERE parent.id = job.parent_job_id AND parent.finished_at IS NULL))
-                \(limit.map { "ORDER BY finished_at LIMIT \($0)" } ?? "")
+                  AND (parent_job_id IS NULL OR NOT EXISTS (SELECT 1 FROM tasks AS parent WHERE parent.id = job.parent_job_id))
+                  AND NOT EXISTS (
+                    SELECT 1 FROM job_dependencies AS dependency JOIN tasks AS waiting ON waiting.id = dependency.job_id
+                    WHERE dependency.depends_on = job.id AND waiting.finished_at IS NULL)
+                \(limit.map { "ORDER BY created_at, id LIMIT \($0)" } ?? "")
                 """,
                 finished.map { .text($0) } + [cutoff, cutoff]
             ) { $0.text(at: 0) }
@@ -321,7 +325,7 @@ extension SQLiteTaskStore {
             let unfinished = try connection.query(
                 """
                 SELECT coalesce(kind, ''), status, wait IS NOT NULL, coalesce(next_attempt_at, 0) <= ?, count(*),
-                  min(coalesce(next_attempt_at, created_at))
+                  min(coalesce(next_attempt_at, updated_at))
                 FROM tasks WHERE parent_id IS NULL AND finished_at IS NULL GROUP BY 1, 2, 3, 4
                 """, [.integer(now.storedMilliseconds)]
             ) { row in
@@ -332,7 +336,10 @@ extension SQLiteTaskStore {
             }
             var failed: [String: Int] = [:]
             for (kind, count) in try connection.query(
-                "SELECT coalesce(kind, ''), count(*) FROM tasks WHERE parent_id IS NULL AND status = 'failed' GROUP BY 1",
+                """
+                SELECT coalesce(kind, ''), count(*) FROM tasks
+                WHERE parent_id IS NULL AND finished_at IS NOT NULL AND status = 'failed' GROUP BY 1
+                """,
                 [], { ($0.text(at: 0), Int($0.int64(at: 1))) })
             {
                 failed[kind] = count

@@ -81,7 +81,7 @@ package protocol ControlRequestQueue: Sendable {
 package protocol StoreHousekeeping: Sendable {
     /// Deletes (or, with `dryRun`, counts) finished roots that finished before `date` with a status in `statuses`,
     /// with their trees, history, signals and dependencies: at most `limit` of them (those that finished first), in
-    /// one transaction. A child job whose parent has not finished is kept.
+    /// one transaction. A child job whose parent is still there is kept, and a job that an unfinished job waits for.
     func prune(finishedBefore date: Date, statuses: Set<TaskStatus>, dryRun: Bool, limit: Int?) async throws
         -> PruneResult
 

@@ -19,6 +19,7 @@ struct GaugeTests {
             UnfinishedRootGroup(kind: "a", status: .running, waiting: false, due: true, count: 4, earliest: now - 5),
             UnfinishedRootGroup(kind: "b", status: .paused, waiting: false, due: true, count: 1, earliest: now - 500),
             UnfinishedRootGroup(kind: "b", status: .running, waiting: false, due: true, count: 1, earliest: now - 9),
+            UnfinishedRootGroup(kind: "held", status: .pending, waiting: false, due: true, count: 2, earliest: now - 900),
         ]
         let owners = [
             OwnerRecord(id: "live", host: "h", pid: 1, startedAt: now - 100, heartbeatAt: now - 2, slots: 8),
@@ -35,13 +36,14 @@ struct GaugeTests {
         let gauges = FleetGauges(
             now: now, unfinished: groups, failedByKind: ["b": 7, "c": 1], owners: owners,
             schedules: [schedule("late", late: 30, paused: false), schedule("paused", late: 900, paused: true)],
-            ownerStaleAfter: .seconds(15))
+            pausedKinds: ["held"], ownerStaleAfter: .seconds(15))
         let a = gauges.kinds["a"] ?? .init()
         #expect(a[.pending] == 3 && a[.scheduled] == 2 && a[.waiting] == 1 && a[.running] == 4 && a[.failed] == 0)
         #expect(a.oldestReadySeconds == 40)
         let b = gauges.kinds["b"] ?? .init()
         #expect(b[.paused] == 1 && b[.running] == 1 && b[.failed] == 7 && b.oldestReadySeconds == 0)
         #expect(gauges.kinds["c"]?[.failed] == 1)
+        #expect(gauges.kinds["held"]?[.pending] == 2 && gauges.kinds["held"]?.oldestReadySeconds == 0, "a paused kind")
         #expect(gauges.liveWorkers == 1 && gauges.slots == 8 && gauges.usedSlots == 5 && gauges.freeSlots == 3)
         #expect(gauges.scheduleLagSeconds == 30, "a paused schedule is not late")
     }

@@ -59,7 +59,7 @@ struct RetentionTests {
     }
 
     @Test(arguments: StoreKind.allCases)
-    func aPruneTakesAtMostItsLimitOldestFirstWithSignalsAndKeepsChildrenOfUnfinishedParents(kind: StoreKind)
+    func aPruneTakesAtMostItsLimitOldestFirstWithSignalsAndKeepsChildJobsUntilTheirParentHasGone(kind: StoreKind)
         async throws
     {
         let directory = try TemporaryDirectory()
@@ -80,24 +80,52 @@ struct RetentionTests {
         #expect(first.roots == 2 && first.tasks == 4)
         for gone in ["a", "a.1", "b", "b.1"] { #expect(try await store.task(id: gone) == nil, "\(gone)") }
         #expect(try await store.task(id: "c") != nil, "the newest waits for the next batch")
-        #expect(try await store.task(id: "child") != nil, "a child job stays while its parent runs")
+        #expect(try await store.task(id: "child") != nil, "a child job stays while its parent is there")
         let second = try await store.prune(finishedBefore: cutoff, statuses: [.completed], dryRun: false, limit: 2)
         #expect(second.roots == 1)
         #expect(try await store.task(id: "c") == nil)
 
-        // The parent ends: it and its child go, with the parent's signal.
+        // The parent ends: it goes with its signal, and its child once it has gone (a retried parent would run its
+        // failed children again, and find them).
         var ended = try #require(try await store.task(id: "parent"))
         ended.status = .cancelled
         ended.finishedAt = t0.addingTimeInterval(20)
         ended.ownerID = nil
         _ = try await store.apply(
             TaskBatch(updates: [TaskUpdate(ended, columns: [.status, .finishedAt, .owner])], owner: nil))
-        let last = try await store.prune(
+        let parentGone = try await store.prune(
             finishedBefore: cutoff, statuses: [.completed, .cancelled], dryRun: false, limit: 10)
-        #expect(last.roots == 2)
-        #expect(try await store.task(id: "child") == nil)
+        #expect(parentGone.roots == 1)
         #expect(try await store.task(id: "parent") == nil)
+        #expect(try await store.task(id: "child") != nil)
         #expect(try await store.signals(of: "parent").isEmpty)
+        let childGone = try await store.prune(
+            finishedBefore: cutoff, statuses: [.completed, .cancelled], dryRun: false, limit: 10)
+        #expect(childGone.roots == 1)
+        #expect(try await store.task(id: "child") == nil)
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func aJobThatAnUnfinishedJobWaitsForIsKeptUntilThatOneEnds(kind: StoreKind) async throws {
+        let directory = try TemporaryDirectory()
+        let store = try await kind.make(in: directory)
+        defer { Task { await close(store) } }
+        let dependency = finishedJob("dependency", .completed, finishedAt: t0.addingTimeInterval(1))
+        var waiting = makeRecord(id: "waiting", createdAt: t0, kind: "k")
+        waiting.wait = .jobs
+        waiting.nextAttemptAt = JobWait.untilReleased
+        try await store.insert(
+            dependency + [waiting], events: [],
+            dependencies: [JobDependency(jobID: "waiting", dependsOn: "dependency", onFailure: .cancel)])
+        let cutoff = t0.addingTimeInterval(100)
+        #expect(try await store.prune(finishedBefore: cutoff, statuses: [.completed], dryRun: false, limit: 10).roots == 0)
+        #expect(try await store.task(id: "dependency") != nil, "the waiting job reads its end (and result) later")
+        var ended = try #require(try await store.task(id: "waiting"))
+        ended.status = .cancelled
+        ended.finishedAt = t0.addingTimeInterval(2)
+        _ = try await store.apply(TaskBatch(updates: [TaskUpdate(ended, columns: [.status, .finishedAt])], owner: nil))
+        #expect(try await store.prune(finishedBefore: cutoff, statuses: [.completed], dryRun: false, limit: 10).roots == 1)
+        #expect(try await store.task(id: "dependency") == nil)
     }
 
     @Test(arguments: StoreKind.allCases)
