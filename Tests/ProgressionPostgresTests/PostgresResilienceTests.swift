@@ -410,6 +410,12 @@ struct PostgresResilienceTests {
         try await PostgresTaskStore.withStore(configuration: throughProxy) { storeA in
             try await PostgresTaskStore.withStore(configuration: Self.configuration(server, schema: "partition")) {
                 storeB in
+                // The test's own reads go through a store of their own with a deadline no loaded machine reaches: a
+                // read of the test that takes 5 s is not what is checked (it failed a CI run).
+                var patient = Self.configuration(server, schema: "partition")
+                patient.callTimeout = .seconds(60)
+                patient.connectTimeout = .seconds(60)
+                try await PostgresTaskStore.withStore(configuration: patient) { observer in
                 // Host-b judges host-a by `staleAfter`; host-a judges host-b by ten minutes. On a loaded machine
                 // host-b's own writes can fail for seconds, and then host-b renews no lease, as it should: with the
                 // same 2 s, host-a would rightly take the jobs back once healed, and which host ends up with them
@@ -428,17 +434,17 @@ struct PostgresResilienceTests {
                 // On a loaded machine host-a's heartbeat can be late enough before the cut for host-b to take a job
                 // then (host-a looked dead): those are fenced like the others but are not the cut's takeovers.
                 var heldAtCut: [String] = []
-                for job in jobs where try await storeB.task(id: job)?.ownerID == a.ownerID { heldAtCut.append(job) }
+                for job in jobs where try await observer.task(id: job)?.ownerID == a.ownerID { heldAtCut.append(job) }
                 try await poll("host-b to take every job", timeout: .seconds(60)) {
-                    try await jobs.asyncAllSatisfy { job in try await storeB.task(id: job)?.ownerID == b.ownerID }
+                    try await jobs.asyncAllSatisfy { job in try await observer.task(id: job)?.ownerID == b.ownerID }
                 }
                 // Taken only once host-a's heartbeat was stale: its last one (it cannot write while cut, and on a
                 // loaded machine it may have stopped before the cut, its writes failing) is at least `staleAfter`
                 // before the recovery by host-b of each job it still held at the cut.
-                let lastHeartbeat = try #require(try await storeB.owners().first { $0.id == a.ownerID }?.heartbeatAt)
+                let lastHeartbeat = try #require(try await observer.owners().first { $0.id == a.ownerID }?.heartbeatAt)
                 // The claim commits first; host-b writes each job's `recovered` event in a batch after it.
                 func recoveries(_ job: String) async throws -> [Date] {
-                    try await storeB.events(EventQuery(taskID: job, kinds: [.recovered])).filter { $0.taskID == job }
+                    try await observer.events(EventQuery(taskID: job, kinds: [.recovered])).filter { $0.taskID == job }
                         .map(\.at)
                 }
                 try await poll("host-b to record the recoveries", timeout: .seconds(60)) {
@@ -456,27 +462,28 @@ struct PostgresResilienceTests {
                     jobs.allSatisfy { job in a.snapshot(of: job) == nil }
                 }
                 try await poll("every job to complete on host-b", timeout: .seconds(120)) {
-                    try await jobs.asyncAllSatisfy { job in try await storeB.task(id: job)?.status == .completed }
+                    try await jobs.asyncAllSatisfy { job in try await observer.task(id: job)?.status == .completed }
                 }
                 for job in jobs {
-                    let root = try #require(try await storeB.task(id: job))
+                    let root = try #require(try await observer.task(id: job))
                     #expect(root.ownerID == b.ownerID, "\(job) is held by \(root.ownerID ?? "none")")
-                    let completions = try await storeB.events(EventQuery(taskID: job, kinds: [.completed]))
+                    let completions = try await observer.events(EventQuery(taskID: job, kinds: [.completed]))
                         .filter { $0.taskID == job }
                     #expect(completions.count == 1, "\(job) completed \(completions.count) times")
                 }
                 #expect(ledger.rerunAfterCommit.isEmpty, "steps run again after their commit: \(ledger.rerunAfterCommit)")
                 // Host-a writes again (its heartbeat) and takes new work: host-b stops, a new job goes to host-a.
                 try await poll("host-a's heartbeat after the cut", timeout: .seconds(60)) {
-                    ((try? await storeB.owners().first { $0.id == a.ownerID }?.heartbeatAt) ?? .distantPast) > cutAt
+                    ((try? await observer.owners().first { $0.id == a.ownerID }?.heartbeatAt) ?? .distantPast) > cutAt
                 }
                 await b.shutdown()
                 let late = try await a.submit("steps", input: Steps(steps: 2, milliseconds: 10))
                 try await poll("host-a to run a new job", timeout: .seconds(60)) {
-                    try await storeB.task(id: late)?.status == .completed
+                    try await observer.task(id: late)?.status == .completed
                 }
-                #expect(try await storeB.task(id: late)?.ownerID == a.ownerID)
+                #expect(try await observer.task(id: late)?.ownerID == a.ownerID)
                 await a.shutdown()
+                }
             }
         }
     }
