@@ -191,9 +191,12 @@ package struct TaskJSON: Encodable, Equatable, Sendable {
     package var childJobID: String?
     /// What a waiting job waits for, for people (`3 child jobs`, `job 3xjggyz2`, `the signal 'approve'`).
     package var waitingFor: String?
+    /// Seconds a running job past its stall limit has not moved (its `state` is then `stalled`); `null` otherwise.
+    package var stalledSeconds: Double?
 
     package init(_ record: TaskRecord, depth: Int? = nil, failedSteps: Int = 0) {
-        state = record.displayStatus
+        let now = Date()
+        state = record.displayStatus(at: now)
         self.failedSteps = failedSteps
         id = record.id
         parentID = record.parentID
@@ -232,12 +235,14 @@ package struct TaskJSON: Encodable, Equatable, Sendable {
         parentJobID = record.parentJobID
         childJobID = record.childJobID
         waitingFor = record.waitReason == .waiting ? record.waitingFor : nil
+        stalledSeconds = record.stalledFor(at: now).map { $0.seconds }
     }
 
     enum CodingKeys: String, CodingKey {
         case id, parentID, rootID, name, kind, status, state, failedSteps, progress, total, rate, secondsRemaining, step, attempt, interruptions, priority, errorType,
             errorDescription, ownerID, canCancel, canPause, canRetry, checkpointBytes, input, result, idempotencyKey,
-            depth, createdAt, startedAt, updatedAt, finishedAt, nextAttemptAt, parentJobID, childJobID, waitingFor
+            depth, createdAt, startedAt, updatedAt, finishedAt, nextAttemptAt, parentJobID, childJobID, waitingFor,
+            stalledSeconds
     }
 
     /// Writes `null` for absent values, so every document has the same fields.
@@ -278,5 +283,6 @@ package struct TaskJSON: Encodable, Equatable, Sendable {
         try container.encode(parentJobID, forKey: .parentJobID)
         try container.encode(childJobID, forKey: .childJobID)
         try container.encode(waitingFor, forKey: .waitingFor)
+        try container.encode(stalledSeconds, forKey: .stalledSeconds)
     }
 }

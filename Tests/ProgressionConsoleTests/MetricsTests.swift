@@ -31,6 +31,30 @@ import Testing
         }
     }
 
+    /// A running job past its stall limit (issue 37): `stalled` on its page (with how long and the limit), in the list
+    /// and in the live rows, and counted on `/metrics`.
+    @Test(arguments: ConsoleStore.allCases)
+    func aStalledJobIsShownOnItsPageInTheListAndCountedInTheMetrics(store: ConsoleStore) async throws {
+        let fixture = try await ConsoleFixture(store)
+        var hung = TaskRecord(
+            id: "r-hung", name: "hung import", kind: "import", input: Data("{}".utf8),
+            options: TaskOptions.interactive.stallLimit(.seconds(30)), status: .running, progress: 0.3,
+            createdAt: Date().addingTimeInterval(-600), startedAt: Date().addingTimeInterval(-600))
+        hung.updatedAt = Date().addingTimeInterval(-120)
+        try await fixture.store.insert([hung], events: [])
+        try await fixture.test { client in
+            let page = text(try await client.get("/tasks/r-hung"))
+            #expect(page.contains(#"<span class="status running stalled">stalled</span>"#), "\(page)")
+            #expect(page.contains("(limit 30 s)"))
+            let list = text(try await client.get("/tasks"))
+            #expect(list.contains(#"<span class="status running stalled">stalled</span>"#))
+            let moving = text(try await client.get("/tasks/r-run"))
+            #expect(!moving.contains("stalled"), "the seeded running job has no stall rule")
+            let metrics = text(try await client.get("/metrics", accept: "*/*"))
+            #expect(metrics.contains(#"progression_jobs_stalled{kind="import"} 1"#), "\(metrics)")
+        }
+    }
+
     @Test func withMetricsNeedTokenOnlyTheBearerReadsThem() async throws {
         let directory = try TemporaryDirectory()
         let store = try SQLiteTaskStore(path: directory.file("tasks.sqlite"))

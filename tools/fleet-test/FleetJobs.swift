@@ -181,3 +181,37 @@ struct GateJob: JobKind {
         return payload
     }
 }
+
+/// A job that moves `moves` times (a report every `moveMilliseconds`), then hangs — its code waits for ever, as on a
+/// network call that never answers — in its first `hangingAttempts` attempts, and completes in the next. The stall
+/// rule comes with the options it is submitted with. Ledger: `hang-begin ID ATTEMPT WORKER` as an attempt begins,
+/// `hang-moved ID N` after each report, `hang-done ID WORKER` when it completes.
+struct HangJob: JobKind {
+    struct Input: Codable, Sendable {
+        var moves = 0
+        var moveMilliseconds = 100
+        var hangingAttempts = 1
+    }
+    static let name = "fleet.hang"
+    static let options = TaskOptions.interactive.retryable()
+    let worker: String
+    let ledger: Ledger
+
+    func run(_ input: Input, context: any TaskContext) async throws -> String {
+        let id = context.taskID
+        // The attempts so far, counted in the checkpoint (the context does not say which attempt this is).
+        let attempt = (try context.lastCheckpoint(as: Int.self) ?? 0) + 1
+        try await context.checkpoint(attempt)
+        ledger.append("hang-begin \(id) \(attempt) \(worker)")
+        for move in 0..<input.moves {
+            try await Task.sleep(for: .milliseconds(input.moveMilliseconds))
+            try await context.report(.progress(Double(move + 1) / Double(input.moves + 1)))
+            ledger.append("hang-moved \(id) \(move + 1)")
+        }
+        if attempt <= input.hangingAttempts {
+            try await Task.sleep(for: .seconds(86_400))
+        }
+        ledger.append("hang-done \(id) \(worker)")
+        return worker
+    }
+}

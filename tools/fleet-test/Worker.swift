@@ -84,6 +84,7 @@ extension FleetTest {
             if runs("fanout") { try executor.register(FanoutJob(worker: name, ledger: ledger)) }
             if runs("leaf") { try executor.register(LeafJob(worker: name, ledger: ledger)) }
             if runs("gate") { try executor.register(GateJob(worker: name, ledger: ledger)) }
+            if runs("hang") { try executor.register(HangJob(worker: name, ledger: ledger)) }
             guard let zone = TimeZone(identifier: scheduleZone) else {
                 throw ValidationError("unknown time zone '\(scheduleZone)'")
             }

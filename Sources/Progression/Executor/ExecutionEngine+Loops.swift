@@ -35,8 +35,8 @@ extension ExecutionEngine {
         while !Task.isCancelled {
             let earliest = locked { $0.timers.earliest }
             if let earliest {
-                let wait = earliest - clock.now()
-                if wait > .zero { await timerSignal.wait(timeout: wait, clock: clock) }
+                // Until the deadline itself: a clock that moves before the sleep begins does not push it later.
+                if earliest > clock.now() { await timerSignal.wait(until: earliest, clock: clock) }
             } else {
                 await timerSignal.wait()
             }

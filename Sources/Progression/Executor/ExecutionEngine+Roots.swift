@@ -319,6 +319,7 @@ extension GraphState {
         _ roots: [NewRoot], now: Date, monotonicNow: Duration
     ) throws(ProgressionError) -> RootsAdded {
         guard !isShutDown else { throw ProgressionError.shutDown }
+        for root in roots { try root.record.options.check() }
         for root in roots where handles[root.record.id] != nil {
             throw ProgressionError.duplicateID(root.record.id)
         }
@@ -350,6 +351,9 @@ extension GraphState {
         var effects = GraphEffects()
         if let timeout = node.record.options.timeout {
             effects.wakesTimers = timers.add(.timeout(handle), at: now + timeout)
+        }
+        if node.isRoot, let rule = node.record.options.stall, rule.action != .flag {
+            if timers.add(.stall(handle, run: now), at: now + rule.limit) { effects.wakesTimers = true }
         }
         return (node.effectiveStop != nil, effects)
     }
@@ -575,6 +579,13 @@ extension GraphState {
                 try transition(node, .complete(result: data), by: .system, now: now)
             case (.failure, .timedOut(let timeout)?) where stop?.own == true:
                 retryDelay = try failOrRetry(node, TaskTimeoutError(timeout: timeout), now: now, random: random)
+            case (.failure, .stalled(let limit, let retry)?) where stop?.own == true:
+                if retry {
+                    retryDelay = try failOrRetry(node, TaskStalledError(limit: limit), now: now, random: random)
+                } else {
+                    try transition(
+                        node, .cancel, by: .system, now: now, message: TaskStalledError(limit: limit).description)
+                }
             case (.failure(let error), let reason) where ExecutionEngine.isCancellation(error) || reason != nil:
                 let own = stop?.own == true || (stop == nil && node.isRoot)
                 try transition(node, .cancel, by: .system, now: now, silent: !own)

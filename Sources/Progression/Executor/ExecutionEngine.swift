@@ -253,6 +253,16 @@ final class WakeSignal: Sendable {
         }
     }
 
+    /// Waits for a signal or until `deadline` on `clock` (a time of its `now`), whichever comes first.
+    func wait(until deadline: Duration, clock: TaskClock) async {
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { try? await clock.sleepUntil(deadline) }
+            group.addTask { await self.wait() }
+            await group.next()
+            group.cancelAll()
+        }
+    }
+
     /// Waits for a signal or for `timeout` on `clock`, whichever comes first.
     func wait(timeout: Duration, clock: TaskClock) async {
         await withTaskGroup(of: Void.self) { group in

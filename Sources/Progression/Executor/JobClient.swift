@@ -342,6 +342,7 @@ struct JobInserter {
     /// - Throws: ``ProgressionError/duplicateID(_:)`` when an id is taken; ``JobDependencyError`` for dependencies
     ///   that are not jobs, or that go in a circle; a store error.
     func insert(_ records: [TaskRecord], dependencies: [JobDependency] = []) async throws -> [String] {
+        for record in records { try record.options.check() }
         if !dependencies.isEmpty {
             var graph: [String: [String]] = [:]
             for dependency in dependencies { graph[dependency.jobID, default: []].append(dependency.dependsOn) }

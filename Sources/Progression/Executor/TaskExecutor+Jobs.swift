@@ -65,6 +65,7 @@ extension TaskExecutor {
         if let maxConcurrent, maxConcurrent < 1 {
             throw ProgressionError.invalidArgument("the limit of kind '\(kind)' must be at least 1, not \(maxConcurrent)")
         }
+        try options.check()
         try engine.registry.register(
             kind,
             RegisteredKind(options: options, maxConcurrent: maxConcurrent) { data, context in

@@ -27,12 +27,15 @@ public struct FleetGauges: Sendable, Hashable, Codable {
         /// Seconds since the oldest job ready to run became ready (its due time, or the last change of its row: a
         /// release, a retry, a resume); 0 when none is, or when its kind is paused (no worker may take it).
         public var oldestReadySeconds: Double
+        /// Running jobs past their stall limit (``StallRule``), counted among the running ones too.
+        public var stalled: Int
 
-        public init(jobs: [String: Int] = [:], oldestReadySeconds: Double = 0) {
+        public init(jobs: [String: Int] = [:], oldestReadySeconds: Double = 0, stalled: Int = 0) {
             var all: [String: Int] = [:]
             for state in State.allCases { all[state.rawValue] = jobs[state.rawValue] ?? 0 }
             self.jobs = all
             self.oldestReadySeconds = oldestReadySeconds
+            self.stalled = stalled
         }
 
         /// The jobs in `state`.
@@ -97,9 +100,13 @@ extension FleetGauges {
     /// The gauges from what a store counted, its owners and schedules, at `now`.
     package init(
         now: Date, unfinished: [UnfinishedRootGroup], failedByKind: [String: Int], owners: [OwnerRecord],
-        schedules: [ScheduleRecord], pausedKinds: Set<String> = [], ownerStaleAfter: Duration
+        schedules: [ScheduleRecord], pausedKinds: Set<String> = [], running: [TaskRecord] = [],
+        ownerStaleAfter: Duration
     ) {
         var kinds: [String: Kind] = [:]
+        for job in running where job.stalledFor(at: now) != nil {
+            kinds[job.kind ?? "", default: Kind()].stalled += 1
+        }
         var running = 0
         for group in unfinished {
             var kind = kinds[group.kind] ?? Kind()
@@ -139,19 +146,24 @@ extension FleetGauges {
             usedSlots: running, scheduleLagSeconds: lag)
     }
 
+    /// The most running jobs whose stall rules one read of the gauges looks at.
+    static let runningJobsRead = 10_000
+
     /// Reads the gauges of the store at `now`.
     package static func read(
         from store: some TaskStoreBackend, at now: Date, ownerStaleAfter: Duration
     ) async throws -> FleetGauges {
         let counts = try await store.gaugeCounts(at: now)
+        // The running jobs, for their stall rules (as many as the fleet has busy slots).
+        let running = try await store.roots(TaskQuery(statuses: [.running], limit: Self.runningJobsRead))
         return FleetGauges(
             now: now, unfinished: counts.unfinished, failedByKind: counts.failedByKind, owners: try await store.owners(),
             schedules: try await store.schedules(), pausedKinds: Set(try await store.pausedKinds().keys),
-            ownerStaleAfter: ownerStaleAfter)
+            running: running, ownerStaleAfter: ownerStaleAfter)
     }
 
     /// The Prometheus text format (0.0.4) of the gauges: `progression_jobs{kind,state}`,
-    /// `progression_oldest_ready_job_age_seconds{kind}`, `progression_workers_live`, `progression_slots{state}` and
+    /// `progression_oldest_ready_job_age_seconds{kind}`, `progression_jobs_stalled{kind}`, `progression_workers_live`, `progression_slots{state}` and
     /// `progression_schedule_lag_seconds`.
     public var prometheusText: String {
         func label(_ value: String) -> String {
@@ -173,6 +185,11 @@ extension FleetGauges {
         lines.append("# TYPE progression_oldest_ready_job_age_seconds gauge")
         for (name, kind) in kinds.sorted(by: { $0.key < $1.key }) {
             lines.append("progression_oldest_ready_job_age_seconds{kind=\"\(label(name))\"} \(number(kind.oldestReadySeconds))")
+        }
+        lines.append("# HELP progression_jobs_stalled Running jobs that did not move for their stall limit.")
+        lines.append("# TYPE progression_jobs_stalled gauge")
+        for (name, kind) in kinds.sorted(by: { $0.key < $1.key }) {
+            lines.append("progression_jobs_stalled{kind=\"\(label(name))\"} \(kind.stalled)")
         }
         lines.append("# HELP progression_workers_live Executors with a fresh heartbeat.")
         lines.append("# TYPE progression_workers_live gauge")

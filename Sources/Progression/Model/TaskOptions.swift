@@ -21,13 +21,15 @@ public struct TaskOptions: Sendable, Hashable, Codable {
     public var retryPolicy: RetryPolicy?
     /// Higher runs first when the executor limits how many roots run at once.
     public var priority: Int
+    /// When a running job counts as stalled and what its worker does then; `nil` (the default) for never.
+    public var stall: StallRule?
     /// Set on a job submitted by another process that did not know its kind's registered options: only these fields
     /// were given; the others are the kind's, filled in by the executor that runs the job. `nil` otherwise.
     package var givenFields: Set<Field>?
 
     /// The fields of a task's options, as a submit may give them.
     package enum Field: String, Sendable, Hashable, Codable, CaseIterable {
-        case canCancel, canPause, canRetry, timeout, retryPolicy, priority
+        case canCancel, canPause, canRetry, timeout, retryPolicy, priority, stall
     }
 
     /// These options where given, the kind's registered `defaults` elsewhere (see ``givenFields``).
@@ -42,6 +44,7 @@ public struct TaskOptions: Sendable, Hashable, Codable {
             case .timeout: merged.timeout = timeout
             case .retryPolicy: merged.retryPolicy = retryPolicy
             case .priority: merged.priority = priority
+            case .stall: merged.stall = stall
             }
         }
         merged.givenFields = nil
@@ -51,7 +54,7 @@ public struct TaskOptions: Sendable, Hashable, Codable {
     /// Options; by default cancellable only.
     public init(
         canCancel: Bool = true, canPause: Bool = false, canRetry: Bool = false, timeout: Duration? = nil,
-        retryPolicy: RetryPolicy? = nil, priority: Int = 0
+        retryPolicy: RetryPolicy? = nil, priority: Int = 0, stall: StallRule? = nil
     ) {
         self.canCancel = canCancel
         self.canPause = canPause
@@ -59,6 +62,7 @@ public struct TaskOptions: Sendable, Hashable, Codable {
         self.timeout = timeout
         self.retryPolicy = retryPolicy
         self.priority = priority
+        self.stall = stall
     }
 
     /// Cancellable, not pausable, not retryable.

@@ -153,9 +153,13 @@ public struct TaskRecord: Sendable, Hashable, Codable, Identifiable {
     }
 
     /// The status as people read it: a pending root that waits says why (`scheduled`, `retrying`, `sleeping`,
-    /// `waiting`); otherwise the status.
-    public var displayStatus: String {
+    /// `waiting`), a running job past its stall limit says `stalled` (``stalledFor(at:)``); otherwise the status.
+    public var displayStatus: String { displayStatus(at: Date()) }
+
+    /// The status as people read it at `now` (see ``displayStatus``).
+    public func displayStatus(at now: Date) -> String {
         if status == .pending, let waitReason { return waitReason.rawValue }
+        if stalledFor(at: now) != nil { return "stalled" }
         return status.rawValue
     }
 

@@ -37,7 +37,7 @@ enum ConsoleScript {
 
   function statusCell(row) {
     var td = el("td", "state");
-    td.appendChild(el("span", "status " + row.status, row.label || row.status));
+    td.appendChild(el("span", "status " + row.status + (row.label === "stalled" ? " stalled" : ""), row.label || row.status));
     if (row.failedSteps > 0) {
       td.appendChild(document.createTextNode(" "));
       td.appendChild(el("span", "failed-steps", row.failedSteps.toLocaleString("en-US") + " failed step" + (row.failedSteps === 1 ? "" : "s")));

@@ -34,7 +34,7 @@ progress:indeterminate { opacity: .35; }
 .status { display: inline-block; padding: .05rem .45rem; border-radius: 3px; font-size: 12px; color: #fff; background: var(--pending); }
 .status.running { background: var(--running); } .status.paused { background: var(--paused); }
 .status.completed { background: var(--completed); } .status.failed { background: var(--failed); }
-.status.cancelled { background: var(--cancelled); }
+.status.cancelled { background: var(--cancelled); } .status.stalled { background: var(--failed); }
 .failed-steps { font-size: 12px; color: var(--failed); white-space: nowrap; }
 .counts { display: flex; flex-wrap: wrap; gap: .6rem; margin-bottom: 1rem; }
 .count { display: flex; flex-direction: column; min-width: 7rem; padding: .5rem .8rem; background: var(--panel);

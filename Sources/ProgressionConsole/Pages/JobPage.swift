@@ -37,6 +37,10 @@ package enum JobPage {
         if task.waitReason == .waiting {
             facts.append(("Waiting for", "\(task.waitingFor ?? "-")"))
         }
+        if let still = task.stalledFor(), let limit = task.options.stall?.limit {
+            facts.append(
+                ("Stalled", "nothing moved for \(Format.seconds(.seconds(Int64(still.seconds)))) (limit \(Format.seconds(limit)))"))
+        }
         if let next = task.nextAttemptAt, next < JobOptions.latestRunAt {
             let label =
                 switch task.waitReason {

@@ -85,7 +85,7 @@ package enum Layout {
 
     /// A status as a coloured label (`label`: how people read it, `scheduled` for a pending job that waits for a time).
     package static func status(_ status: String, label: String? = nil) -> HTML {
-        "<span class=\"status \(status)\">\(label ?? status)</span>"
+        "<span class=\"status \(status)\(label == "stalled" ? " stalled" : "")\">\(label ?? status)</span>"
     }
 
     /// A row's status, and its failed steps when it has any.

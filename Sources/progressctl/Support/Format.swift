@@ -16,12 +16,16 @@ extension Format {
             + percent(clamped).leftPadded(to: 4)
     }
 
-    /// A task's status as people read it: why a pending root waits (`scheduled`, `retrying`, `sleeping`), and a
+    /// A task's status as people read it: why a pending root waits (`scheduled`, `retrying`, `sleeping`), how long a
+    /// running job past its stall limit has been still (`stalled 42 s (limit 30 s)`), and a
     /// completed root's failed steps (`completed, 2 failed steps`), in the status's colour.
     static func state(_ record: TaskRecord, failedSteps: Int = 0) -> String {
         var text = status(record.status)
         if record.status == .pending, let reason = record.waitReason {
             text = Terminal.paint(reason.rawValue, .dim)
+        }
+        if let still = record.stalledFor(), let limit = record.options.stall?.limit {
+            text = Terminal.paint("stalled \(Format.seconds(.seconds(Int64(still.seconds)))) (limit \(Format.seconds(limit)))", .yellow)
         }
         if failedSteps > 0 {
             text += Terminal.paint(", \(count(failedSteps)) failed step\(failedSteps == 1 ? "" : "s")", .yellow)

@@ -127,7 +127,8 @@ extension Dashboard {
             add(rate, width: self.rate, gap: 2, alignRight: true)
             add(timeLeft, width: self.timeLeft, gap: self.rate > 0 ? 1 : 2, alignRight: true)
             add(Self.step(of: record), width: step, gap: 2)
-            add(record.displayStatus, width: status, gap: 2, color: Format.color(of: record.status))
+            let shown = record.displayStatus
+            add(shown, width: status, gap: 2, color: shown == "stalled" ? .yellow : Format.color(of: record.status))
             add(id, width: self.id, gap: 2)
             return line + String(repeating: " ", count: max(0, total - cells))
         }

@@ -100,6 +100,14 @@ struct GraphState {
         }
         changeSequence += 1
         touch(node)
+        if columns.contains(.updatedAt), node.parent != nil {
+            // Movement anywhere in a job's tree is the job's movement: its last change is what the stall rule reads.
+            let root = node.root
+            if root.record.status == .running, root.record.updatedAt < node.record.updatedAt {
+                root.record.updatedAt = node.record.updatedAt
+                markDirty(root, .updatedAt)
+            }
+        }
     }
 
     /// Notes that something visible in `node` changed: its snapshot and its ancestors' are rebuilt when next needed.

@@ -106,13 +106,17 @@ struct RunQueue {
     }
 }
 
-/// Deadlines the executor's timer loop waits for, on the executor's clock: timeouts and automatic retries.
+/// Deadlines the executor's timer loop waits for, on the executor's clock: timeouts, automatic retries and stall
+/// checks.
 struct TimerQueue {
     enum Action: Equatable {
         /// A node's timeout may have run out (paused time is checked when it fires).
         case timeout(NodeHandle)
         /// A root waiting for its next attempt is due.
         case retry(NodeHandle)
+        /// A running root with a stall rule may have gone still for its limit (the run it was armed for: the start of
+        /// its execution on the clock, so that a timer of an earlier run is dropped).
+        case stall(NodeHandle, run: Duration)
     }
 
     struct Entry: Comparable {

@@ -9,6 +9,9 @@ enum StopReason: Sendable, Equatable {
     case cancelled
     /// It ran longer than its timeout.
     case timedOut(Duration)
+    /// Its job did not move for its stall limit; `retry`: the attempt fails with ``TaskStalledError`` (its retry
+    /// policy applies), else the job is cancelled.
+    case stalled(Duration, retry: Bool)
     /// The executor is shutting down: leave the task resumable.
     case shutdown
     /// Another owner holds the task now (fencing): stop without writing anything more for it.

@@ -2,7 +2,8 @@ import Foundation
 
 /// The timer loop's deadlines coming due, decided on the graph alone: a timeout stops code that ran its time (paused
 /// time not counted: a paused node's deadline is set again for the rest), and a root whose next attempt is due is
-/// queued for a slot (or settles, idle, when it was paused, finished or the executor is stopping meanwhile).
+/// queued for a slot (or settles, idle, when it was paused, finished or the executor is stopping meanwhile), and a job
+/// still for its stall limit is cancelled or failed for a retry, as its rule says.
 ///
 /// `TimerFiringTests` runs each deadline on the state alone with chosen times.
 extension GraphState {
@@ -39,6 +40,20 @@ extension GraphState {
                     continue
                 }
                 enqueue(node)
+            case .stall(let handle, let run):
+                guard let node = nodes[handle], let execution = node.execution, execution.startedAt == run,
+                    node.record.status == .running || node.record.status == .paused, node.stopReason == nil,
+                    let rule = node.record.options.stall, rule.action != .flag
+                else { continue }
+                // Movement anywhere in the tree advances the root's last change (`markDirty`); a pause sets it anew
+                // when the job resumes.
+                let still = Duration.milliseconds(Int64((now.timeIntervalSince(node.record.updatedAt) * 1000).rounded(.down)))
+                if node.isEffectivelyPaused || still <= rule.limit {
+                    let rest = node.isEffectivelyPaused ? rule.limit : rule.limit - still + .milliseconds(1)
+                    if timers.add(.stall(handle, run: run), at: monotonicNow + rest) { effects.wakesTimers = true }
+                } else {
+                    cancellation.actions += ExecutionEngine.stop(node, .stalled(rule.limit, retry: rule.action == .retry)).actions
+                }
             }
         }
         var dispatch = dispatch(now: now, monotonicNow: monotonicNow)

@@ -125,6 +125,7 @@ final class FleetGaugeReporter: Sendable {
                 gauge("progression.jobs", [("kind", kind), ("state", state.rawValue)]).record(counts[state])
             }
             gauge("progression.jobs.oldest_ready_seconds", [("kind", kind)]).record(counts.oldestReadySeconds)
+            gauge("progression.jobs.stalled", [("kind", kind)]).record(counts.stalled)
         }
         gauge("progression.workers.live", []).record(fleet.liveWorkers)
         gauge("progression.slots", [("state", "used")]).record(fleet.usedSlots)

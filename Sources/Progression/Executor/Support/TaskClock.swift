@@ -8,6 +8,9 @@ struct TaskClock: Sendable {
     let now: @Sendable () -> Duration
     /// Sleeps for a duration on the clock (throws when cancelled).
     let sleep: @Sendable (Duration) async throws -> Void
+    /// Sleeps until a time of ``now`` (throws when cancelled): a deadline computed before the sleep begins stays the
+    /// same however late the sleep begins.
+    let sleepUntil: @Sendable (Duration) async throws -> Void
     /// The wall-clock time of a clock of the caller's; `nil` for the system's (read directly: a report reads it).
     private let customDate: (@Sendable () -> Date)?
 
@@ -19,6 +22,7 @@ struct TaskClock: Sendable {
         let start = clock.now
         now = { start.duration(to: clock.now) }
         sleep = { duration in try await clock.sleep(until: clock.now.advanced(by: duration), tolerance: nil) }
+        sleepUntil = { deadline in try await clock.sleep(until: start.advanced(by: deadline), tolerance: nil) }
         if clock is ContinuousClock || clock is SuspendingClock {
             customDate = nil
         } else if let wall = clock as? any WallClockProviding {
