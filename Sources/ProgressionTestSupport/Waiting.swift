@@ -34,6 +34,34 @@ public func poll(
     }
 }
 
+/// Polls a count every `interval` until it reaches `target`; fails only when the count has not grown for `stillFor`.
+/// For work whose total time depends on the machine's throughput (hundreds of jobs on a loaded machine): the deadline
+/// is on progress stopping, not on the whole taking a fixed time.
+public func poll(
+    _ what: String, until target: Int, stillFor: Duration = .seconds(120), every interval: Duration = .milliseconds(50),
+    _ count: () async throws -> Int
+) async throws {
+    var best = -1
+    var movedAt = ContinuousClock.now
+    while true {
+        let now: Int
+        do {
+            now = try await count()
+        } catch let error as TaskStoreError where error.isTransient {
+            now = best
+        }
+        if now >= target { return }
+        if now > best {
+            best = now
+            movedAt = ContinuousClock.now
+        }
+        guard ContinuousClock.now - movedAt < stillFor else {
+            throw TestFailure("timed out waiting for \(what): \(max(0, best)) of \(target), none more for \(stillFor)")
+        }
+        try await Task.sleep(for: interval)
+    }
+}
+
 /// Polls `condition` every `interval` until it holds or `timeout` passes; returns whether it held, for an `#expect`
 /// that lets the test go on when it does not.
 ///

@@ -110,8 +110,8 @@ struct MultiHostTests {
             try await Task.sleep(for: .milliseconds(100))
         }
         // Each job's files are in one folder: one child job each, which either host runs.
-        try await poll("200 jobs to complete", timeout: .seconds(120)) {
-            try await database.store.countRoots(TaskQuery(statuses: [.completed], kind: "checksum")) == 200
+        try await poll("200 jobs to complete", until: 200) {
+            try await database.store.countRoots(TaskQuery(statuses: [.completed], kind: "checksum"), upTo: nil)
         }
         let ownersA = try await database.owners(of: "host-a")
         let ownersB = try await database.owners(of: "host-b")
