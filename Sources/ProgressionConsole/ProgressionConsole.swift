@@ -61,6 +61,10 @@ public final class ProgressionConsole: Service, Sendable {
         public var metricsCacheTime: Duration = .seconds(5)
         /// How long without a heartbeat an executor counts as gone in the gauges (as the executors' `ownerStaleAfter`).
         public var ownerStaleAfter: Duration = .seconds(15)
+        /// Whether the session and CSRF cookies carry `Secure` (sent back over HTTPS only). `nil` (the default): when
+        /// the request came over HTTPS, as a reverse proxy that ends TLS says with `X-Forwarded-Proto: https` or
+        /// `Forwarded: proto=https`; set `true` when the console is only ever reached over HTTPS.
+        public var secureCookies: Bool? = nil
 
         /// A console at `path`, read-only without a `token`.
         public init(path: String = "/console", token: String? = nil) {

@@ -40,10 +40,16 @@ package final class ConsoleAccess: Sendable {
     /// Whether `candidate` is the token, compared in constant time.
     package func isToken(_ candidate: String) -> Bool {
         guard let token else { return false }
-        let given = Array(candidate.utf8)
-        var difference = UInt8(given.count == token.count ? 0 : 1)
-        for index in 0..<token.count {
-            difference |= token[index] ^ (index < given.count ? given[index] : 0)
+        return Self.isSameSecret(Array(candidate.utf8), expected: token)
+    }
+
+    /// Whether `given` is `expected`, in a time that depends on `expected`'s length only: it does not tell by how long
+    /// it took how much of a guess matched, nor how long the secret is. The one comparison of secrets in the console
+    /// (the token, CSRF tokens).
+    package static func isSameSecret(_ given: [UInt8], expected: [UInt8]) -> Bool {
+        var difference = UInt8(given.count == expected.count ? 0 : 1)
+        for index in expected.indices {
+            difference |= expected[index] ^ (index < given.count ? given[index] : 0)
         }
         return difference == 0
     }
@@ -90,15 +96,10 @@ package final class ConsoleAccess: Sendable {
     }
 }
 
-/// Comparing secrets without giving away by the time taken how much of them matched.
+/// Comparing a secret given with the one expected (``ConsoleAccess/isSameSecret(_:expected:)``).
 extension String {
-    func isSameSecret(as other: String) -> Bool {
-        let a = Array(utf8)
-        let b = Array(other.utf8)
-        guard a.count == b.count else { return false }
-        var difference: UInt8 = 0
-        for index in a.indices { difference |= a[index] ^ b[index] }
-        return difference == 0
+    func isSameSecret(as expected: String) -> Bool {
+        ConsoleAccess.isSameSecret(Array(utf8), expected: Array(expected.utf8))
     }
 }
 #endif

@@ -278,8 +278,8 @@ extension ProgressionConsole {
         response.setCookie(
             Cookie(
                 name: ConsoleAccess.sessionCookie, value: session.id,
-                maxAge: Int(access.sessionLifetime.components.seconds), path: cookiePath, httpOnly: true,
-                sameSite: .strict))
+                maxAge: Int(access.sessionLifetime.components.seconds), path: cookiePath, secure: exchange.secureCookies,
+                httpOnly: true, sameSite: .strict))
         return response
     }
 
@@ -295,7 +295,9 @@ extension ProgressionConsole {
         }
         var response = Self.redirect(to: base + "/")
         response.setCookie(
-            Cookie(name: ConsoleAccess.sessionCookie, value: "", maxAge: 0, path: cookiePath, httpOnly: true, sameSite: .strict))
+            Cookie(
+                name: ConsoleAccess.sessionCookie, value: "", maxAge: 0, path: cookiePath, secure: exchange.secureCookies,
+                httpOnly: true, sameSite: .strict))
         return response
     }
 }

@@ -97,6 +97,8 @@ extension ProgressionConsole {
         var bearer: Bool
         /// A bearer header that is not the token.
         var wrongBearer: Bool
+        /// Whether the cookies set in the answer carry `Secure` (``Configuration/secureCookies``).
+        var secureCookies = false
     }
 
     func exchange(for request: Request) -> Exchange {
@@ -138,7 +140,22 @@ extension ProgressionConsole {
                 }
             }
         }
-        return Exchange(query: query, format: format, context: context, newCSRF: newCSRF, bearer: bearer, wrongBearer: wrongBearer)
+        return Exchange(
+            query: query, format: format, context: context, newCSRF: newCSRF, bearer: bearer, wrongBearer: wrongBearer,
+            secureCookies: configuration.secureCookies ?? Self.cameOverHTTPS(request))
+    }
+
+    /// Whether a reverse proxy says the request came over HTTPS (`X-Forwarded-Proto: https`, `Forwarded: proto=https`).
+    static func cameOverHTTPS(_ request: Request) -> Bool {
+        if let proto = request.headers[.xForwardedProto], proto.split(separator: ",").first?
+            .trimmingCharacters(in: .whitespaces).lowercased() == "https"
+        {
+            return true
+        }
+        guard let forwarded = request.headers[.forwarded]?.split(separator: ",").first else { return false }
+        return forwarded.split(separator: ";").contains {
+            $0.trimmingCharacters(in: .whitespaces).lowercased() == "proto=https"
+        }
     }
 
     /// Runs a route; turns what it throws into the error page or document, and adds the headers every answer has.
@@ -158,7 +175,9 @@ extension ProgressionConsole {
         }
         if let csrf = exchange.newCSRF {
             response.setCookie(
-                Cookie(name: ConsoleAccess.csrfCookie, value: csrf, path: cookiePath, httpOnly: true, sameSite: .strict))
+                Cookie(
+                    name: ConsoleAccess.csrfCookie, value: csrf, path: cookiePath, secure: exchange.secureCookies,
+                    httpOnly: true, sameSite: .strict))
         }
         Self.secure(&response.headers)
         return response
@@ -203,8 +222,17 @@ extension ProgressionConsole {
 
     /// A JSON document: progressctl's `--json` documents, compact (a tree of 10,000 nodes pretty-printed took five
     /// times as long).
-    static func json(_ value: some Encodable, status: HTTPResponse.Status = .ok) -> Response {
-        let text = (try? compact(value)) ?? "{}"
+    /// `value` as JSON; a value that cannot be encoded (a number JSON has no form for) is a 500 that says so, never a
+    /// document that looks like an empty answer.
+    package static func json(_ value: some Encodable, status: HTTPResponse.Status = .ok) -> Response {
+        var status = status
+        let text: String
+        do {
+            text = try compact(value)
+        } catch {
+            status = .internalServerError
+            text = #"{"error":"the console could not encode its answer as JSON","status":500}"#
+        }
         return Response(
             status: status, headers: [.contentType: "application/json; charset=utf-8"],
             body: ResponseBody(byteBuffer: ByteBuffer(string: text + "\n")))
@@ -265,6 +293,8 @@ extension HTTPField.Name {
     static let xContentTypeOptions = HTTPField.Name("X-Content-Type-Options")!
     static let referrerPolicy = HTTPField.Name("Referrer-Policy")!
     static let xFrameOptions = HTTPField.Name("X-Frame-Options")!
+    static let xForwardedProto = HTTPField.Name("X-Forwarded-Proto")!
+    static let forwarded = HTTPField.Name("Forwarded")!
     static let xCSRFToken = HTTPField.Name("X-CSRF-Token")!
 }
 #endif
