@@ -11,7 +11,15 @@ import ProgressionPostgresTestSupport
 /// of its own, dropped after it.
 enum PostgresThroughput {
     /// The scenarios, each on a server of its own; `--only postgres` selects them all.
-    static let scenarios = [jobsScenario, recoveryScenario, fleetScenario, fanoutScenario]
+    static let scenarios = [jobsScenario, recoveryScenario, fleetScenario, fanoutScenario, soakScenario]
+
+    /// Running for months, as on SQLite (``SoakBench``).
+    static let soakScenario = Scenario(name: "postgres-soak", group: "postgres", keys: SoakBench.keys("_postgres")) {
+        context in
+        try await withServer(context) { base in
+            try await SoakBench.figures(on: { database(base: base) }, suffix: "_postgres", context: context)
+        }
+    }
 
     /// Job trees, as on SQLite (``FanoutBench``).
     static let fanoutScenario = Scenario(

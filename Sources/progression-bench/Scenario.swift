@@ -48,5 +48,6 @@ struct Scenario: Sendable {
         RecoveryLatency.scenario,
         ListLatency.scenario,
         ResidentMemory.scenario,
+        SoakBench.scenario,
     ]
 }
