@@ -131,7 +131,6 @@ extension ExecutionEngine {
             }
             var dispatch = state.dispatch(now: now, monotonicNow: clock.now())
             dispatch.effects += effects
-            state.releaseIfNoSlot(claimed.id)
             return dispatch
         }
         carry(dispatch)

@@ -470,19 +470,13 @@ extension GraphState {
                 continue
             }
             if node.waitsForSlot {
-                // Resumed while every slot was taken: its code goes on now. A job released meanwhile is taken back
-                // with this change, only while it is still unowned (another worker may have claimed it: the store
-                // then refuses the write, and its code here stops).
+                // Resumed while every slot was taken: its code goes on now.
                 node.waitsForSlot = false
-                let unowned = node.record.ownerID == nil
-                if unowned { node.record.ownerID = ownerID }
                 guard (try? transition(node, .resumeRun, by: .system, now: now)) != nil else {
-                    if unowned { node.record.ownerID = nil }
                     runQueue.release(handle)
                     node.phase = .suspended
                     continue
                 }
-                if unowned { markDirty(node, .owner) }
                 node.phase = .running
                 dispatch.wakes += pauseChanged(below: node, now: monotonicNow)
                 continue
@@ -619,45 +613,8 @@ extension GraphState {
         }
         let delay = policy.delay(afterAttempt: node.record.attempt, random: random)
         let at = now.addingTimeInterval(delay.seconds).roundedToMilliseconds
-        // Released to the fleet while it waits: when it is due, any worker with a free slot of its kind takes it.
-        try transitionReleasing(node, .retryLater(failure, at: at), by: .system, now: now)
+        try transition(node, .retryLater(failure, at: at), by: .system, now: now)
         return delay
-    }
-
-    /// Releases a claimed job that found no free slot here (jobs submitted here took the slots its claim counted on
-    /// while the claim was under way): unowned in the store, it waits for the first worker with a free slot, this one
-    /// or another, as a job submitted here does — a worker holds only what it runs.
-    mutating func releaseIfNoSlot(_ id: String) {
-        guard let node = node(id: id), node.isRoot, node.phase == .queued, !node.waitsForSlot,
-            node.record.status == .pending, node.record.kind != nil, node.record.ownerID == ownerID,
-            !runQueue.hasFreeSlot
-        else { return }
-        node.record.ownerID = nil
-        markDirty(node, .owner)
-        // Shown (and fenced) as unowned once this is committed.
-        stage(node)
-    }
-
-    /// A transition of a root that, for a job (a root of a registered kind, whose code any worker of its kind has),
-    /// also gives up its ownership in the store: the job is queued unowned, as a job submitted here is, and taken by
-    /// the first worker with a free slot (this one, through ``dispatch(now:monotonicNow:)``, or another, through its
-    /// claim). A closure task stays this executor's. Returns the sequence to wait for.
-    @discardableResult
-    mutating func transitionReleasing(
-        _ node: TaskNode, _ change: TaskLifecycle.Transition, by requester: TaskChangeRequester, now: Date
-    ) throws(ProgressionError) -> Int64 {
-        let releases = node.isRoot && node.record.kind != nil && node.record.ownerID != nil
-        let owner = node.record.ownerID
-        if releases { node.record.ownerID = nil }
-        let sequence: Int64
-        do {
-            sequence = try transition(node, change, by: requester, now: now)
-        } catch {
-            node.record.ownerID = owner
-            throw error
-        }
-        if releases { markDirty(node, .owner) }
-        return sequence
     }
 }
 

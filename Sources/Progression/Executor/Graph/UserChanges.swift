@@ -54,10 +54,7 @@ extension GraphState {
                 sequence = try transition(node, .resume(codeRunning: true), by: .user, now: now)
                 node.phase = .running
             } else {
-                // No slot free here: a job is released to the fleet (unowned in the store, as a job queued here is),
-                // so that any worker with a free slot of its kind takes it — from its checkpoint and completed steps,
-                // its paused code here given up — unless a slot frees here first.
-                sequence = try transitionReleasing(node, .resume(codeRunning: false), by: .user, now: now)
+                sequence = try transition(node, .resume(codeRunning: false), by: .user, now: now)
                 node.waitsForSlot = true
                 enqueue(node)
             }
@@ -67,12 +64,7 @@ extension GraphState {
             sequence = try transition(node, .resume(codeRunning: false), by: .user, now: now)
         } else {
             let codeRuns = node.execution != nil || node.phase == .running
-            if node.isRoot, node.phase == .idle, node.body != nil, !codeRuns {
-                // A root paused before it started, queued again: a job unowned, for the first worker with a slot.
-                sequence = try transitionReleasing(node, .resume(codeRunning: false), by: .user, now: now)
-            } else {
-                sequence = try transition(node, .resume(codeRunning: codeRuns), by: .user, now: now)
-            }
+            sequence = try transition(node, .resume(codeRunning: codeRuns), by: .user, now: now)
             if node.isRoot, node.phase == .idle, node.body != nil, node.record.status == .pending {
                 enqueue(node)
             }
