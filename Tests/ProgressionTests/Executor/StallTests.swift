@@ -42,12 +42,13 @@ struct StallTests {
 
     /// (action, seconds since the last movement when the check fires, paused): whether the code is stopped, and when
     /// (seconds on the executor's clock, the check firing at 10) the check is set again otherwise.
-    static let checks: [(action: StallAction, still: Double, paused: Bool, stops: StopReason?, next: Duration?)] = [
-        (.cancel, 3.5, false, .stalled(.seconds(3), retry: false), nil),
-        (.retry, 3.5, false, .stalled(.seconds(3), retry: true), nil),
-        (.cancel, 1, false, nil, .seconds(12) + .milliseconds(1)),  // moved 1 s ago: 2 s left
-        (.cancel, 3, false, nil, .seconds(10) + .milliseconds(1)),  // at the limit: not yet
-        (.cancel, 30, true, nil, .seconds(13)),  // paused: looked at again a limit later
+    static let checks: [(action: StallAction, still: Double, paused: Bool, waitsForSlot: Bool, stops: StopReason?, next: Duration?)] = [
+        (.cancel, 3.5, false, false, .stalled(.seconds(3), retry: false), nil),
+        (.retry, 3.5, false, false, .stalled(.seconds(3), retry: true), nil),
+        (.cancel, 1, false, false, nil, .seconds(12) + .milliseconds(1)),  // moved 1 s ago: 2 s left
+        (.cancel, 3, false, false, nil, .seconds(10) + .milliseconds(1)),  // at the limit: not yet
+        (.cancel, 30, true, false, nil, .seconds(13)),  // paused: looked at again a limit later
+        (.cancel, 30, false, true, nil, .seconds(13)),  // resumed, waiting for a slot: the same (not dropped)
     ]
 
     @Test(arguments: checks.indices)
@@ -56,11 +57,12 @@ struct StallTests {
         var state = GraphState.alone(slots: 1)
         var record = TaskRecord(
             id: "job", name: "job", kind: "k", options: TaskOptions.interactive.stallLimit(.seconds(3), then: row.action),
-            status: row.paused ? .paused : .running, ownerID: "owner", createdAt: Self.moved)
+            status: row.paused ? .paused : row.waitsForSlot ? .pending : .running, ownerID: "owner", createdAt: Self.moved)
         record.updatedAt = Self.moved
         let root = state.addRoot(record, stored: true)
         _ = state.runQueue.take(root.handle)
         root.phase = .running
+        root.waitsForSlot = row.waitsForSlot
         let cancelled = Counter()
         let started = Duration.seconds(2)
         root.execution = Execution(cancel: { cancelled.increment() }, startedAt: started, pausedSince: nil)

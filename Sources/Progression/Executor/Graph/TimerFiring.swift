@@ -41,9 +41,11 @@ extension GraphState {
                 }
                 enqueue(node)
             case .stall(let handle, let run):
+                // Running, paused, or resumed and waiting for a slot (pending, its code alive): a paused one is
+                // looked at again a limit later.
                 guard let node = nodes[handle], let execution = node.execution, execution.startedAt == run,
-                    node.record.status == .running || node.record.status == .paused, node.stopReason == nil,
-                    let rule = node.record.options.stall, rule.action != .flag
+                    node.record.status == .running || node.record.status == .paused || node.waitsForSlot,
+                    node.stopReason == nil, let rule = node.record.options.stall, rule.action != .flag
                 else { continue }
                 // Movement anywhere in the tree advances the root's last change (`markDirty`); a pause sets it anew
                 // when the job resumes.
