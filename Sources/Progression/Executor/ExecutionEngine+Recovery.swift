@@ -47,15 +47,35 @@ extension ExecutionEngine {
             Self.noteStorageFailure(error, outage: storageOutage, logger: logger, what: "claiming tasks")
             return (0, false)
         }
-        metrics.claimed.increment(by: Int64(claimed.count))
+        let kept = await giveBackWhatHasNoSlot(claimed)
+        metrics.claimed.increment(by: Int64(kept.count))
         let recovered = claimed.compactMap(\.previousOwner)
         if !recovered.isEmpty {
             logger.info(
                 "claimed tasks of stopped owners",
                 metadata: ["count": "\(recovered.count)", "owners": "\(Set(recovered).sorted())"])
         }
-        for root in claimed { await load(root) }
-        return (claimed.count, claimed.count == room)
+        for root in kept { await load(root) }
+        return (kept.count, claimed.count == room)
+    }
+
+    /// The claimed roots this worker has a slot for now; the others — pending jobs taken from no owner, beyond the
+    /// slots free now (jobs submitted here took the slots the claim counted on while it was under way) — are given
+    /// back in the store at once (compare-and-set: still this worker's and pending), so that a worker holds only what
+    /// it can run. Nothing of them was loaded or written here. Roots of dead owners are always kept (recovery).
+    private func giveBackWhatHasNoSlot(_ claimed: [ClaimedRoot]) async -> [ClaimedRoot] {
+        let free = locked { max(0, $0.runQueue.maxConcurrent - $0.runQueue.running) }
+        guard claimed.count > free else { return claimed }
+        var kept: [ClaimedRoot] = []
+        for root in claimed {
+            if kept.count >= free, root.previousOwner == nil, root.status == .pending,
+                (try? await store.transferTree(of: root.id, ifStatusIn: [.pending], from: ownerID, to: nil)) == true
+            {
+                continue
+            }
+            kept.append(root)
+        }
+        return kept
     }
 
     /// The owners whose roots may be taken: dead ones (another host's stale heartbeat, a gone process of this host),
