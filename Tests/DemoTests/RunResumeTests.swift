@@ -21,11 +21,12 @@ struct RunResumeTests {
             in: temp)
         #expect(straight.status == 0, "\(straight.stderr)")
 
-        // Slowed down (600 ms before each file, two files at a time: about 4 s in all) so that it can be killed between
-        // files even when the machine is so busy running other tests that this one's polls come late.
+        // Slowed down (2 s before each file, two files at a time: about 14 s in all) so that it can be killed between
+        // files even when the machine is so busy running other tests that this one's polls come late (at 600 ms a
+        // file, a loaded CI run's poll came after the last file).
         let db = temp.file("killed.sqlite")
         let first = try ChildProcess(
-            "progression-demo", ["run", "--db", db, "--data", temp.file("killed"), "--file-delay-ms", "600"],
+            "progression-demo", ["run", "--db", db, "--data", temp.file("killed"), "--file-delay-ms", "2000"],
             in: temp)
         try await poll("the job's submission") { first.stdout.contains("Job ") }
         let store = try SQLiteTaskStore(path: db)
