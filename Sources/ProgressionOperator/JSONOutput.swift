@@ -193,6 +193,8 @@ package struct TaskJSON: Encodable, Equatable, Sendable {
     package var waitingFor: String?
     /// Seconds a running job past its stall limit has not moved (its `state` is then `stalled`); `null` otherwise.
     package var stalledSeconds: Double?
+    /// The version of its kind's code the job began under (``JobVersion``); `null` when it recorded none.
+    package var version: String?
 
     package init(_ record: TaskRecord, depth: Int? = nil, failedSteps: Int = 0) {
         let now = Date()
@@ -236,13 +238,14 @@ package struct TaskJSON: Encodable, Equatable, Sendable {
         childJobID = record.childJobID
         waitingFor = record.waitReason == .waiting ? record.waitingFor : nil
         stalledSeconds = record.stalledFor(at: now).map { $0.seconds }
+        version = record.version
     }
 
     enum CodingKeys: String, CodingKey {
         case id, parentID, rootID, name, kind, status, state, failedSteps, progress, total, rate, secondsRemaining, step, attempt, interruptions, priority, errorType,
             errorDescription, ownerID, canCancel, canPause, canRetry, checkpointBytes, input, result, idempotencyKey,
             depth, createdAt, startedAt, updatedAt, finishedAt, nextAttemptAt, parentJobID, childJobID, waitingFor,
-            stalledSeconds
+            stalledSeconds, version
     }
 
     /// Writes `null` for absent values, so every document has the same fields.
@@ -284,5 +287,6 @@ package struct TaskJSON: Encodable, Equatable, Sendable {
         try container.encode(childJobID, forKey: .childJobID)
         try container.encode(waitingFor, forKey: .waitingFor)
         try container.encode(stalledSeconds, forKey: .stalledSeconds)
+        try container.encode(version, forKey: .version)
     }
 }

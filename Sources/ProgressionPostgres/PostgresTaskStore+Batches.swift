@@ -31,9 +31,12 @@ struct BatchCall: PostgresPreparedStatement {
         + procedureUpdatable.map { $0.type.rawValue + "[]" }
         + ["text[]", "text[]", "text[]", "int8[]", "int4[]", "float8[]", "text[]", "text[]"]
 
-    /// The columns of `tasks` the procedure's arrays carry: those of migration 0003 (it inserts a new row's later
-    /// columns with their defaults, and a batch that writes them goes through the transaction path).
-    static let procedureColumns = TaskTableColumn.allCases.filter { $0.rawValue <= TaskTableColumn.rate.rawValue }
+    /// The columns of `tasks` the procedure's arrays carry: those of migration 0003, and the version a job began
+    /// under (migration 0007). It inserts a new row's job-tree columns with their defaults, and a batch that writes
+    /// them goes through the transaction path.
+    static let procedureColumns = TaskTableColumn.allCases.filter {
+        $0.rawValue <= TaskTableColumn.rate.rawValue || $0 == .version
+    }
 
     /// The columns of ``procedureColumns`` an update may write, in binding order.
     static let procedureUpdatable = TaskTableColumn.updatable.filter { $0.rawValue <= TaskTableColumn.rate.rawValue }

@@ -234,18 +234,18 @@ extension PostgresTaskStore {
         try await read { [self] connection in
             try await rows(
                 """
-                SELECT id, host, pid, started_at, heartbeat_at, stopped_at, kinds, slots FROM \(names.owners)
+                SELECT id, host, pid, started_at, heartbeat_at, stopped_at, kinds, slots, versions FROM \(names.owners)
                 ORDER BY started_at, id
                 """,
                 connection: connection
             ) { row in
-                let (id, host, pid, startedAt, heartbeatAt, stoppedAt, kinds, slots) = try row.decode(
-                    (String, String, Int32, Int64, Int64, Int64?, String?, Int32?).self)
+                let (id, host, pid, startedAt, heartbeatAt, stoppedAt, kinds, slots, versions) = try row.decode(
+                    (String, String, Int32, Int64, Int64, Int64?, String?, Int32?, String?).self)
                 return OwnerRecord(
                     id: id, host: host, pid: pid, startedAt: Date(storedMilliseconds: startedAt),
                     heartbeatAt: Date(storedMilliseconds: heartbeatAt),
                     stoppedAt: stoppedAt.map(Date.init(storedMilliseconds:)), kinds: OwnerRecord.decodeKinds(kinds),
-                    slots: slots.map { Int($0) })
+                    slots: slots.map { Int($0) }, versions: OwnerRecord.decodeVersions(versions))
             }
         }
     }

@@ -390,6 +390,13 @@ extension PostgresTaskStore {
                     kindCondition = " AND (kind IS NULL OR NOT kind = ANY($\(parameters.count)::text[]))"
                 }
             }
+            // Jobs begun by a version the claimer cannot continue, of a kind that leaves them (``JobVersion``).
+            for (kind, accepted) in claim.versionsLeft {
+                parameters.append(kind)
+                parameters.append(accepted)
+                kindCondition += " AND (version IS NULL OR kind IS NULL OR kind <> $\(parameters.count - 1)"
+                    + " OR version = ANY($\(parameters.count)::text[]))"
+            }
             // One branch per owner, each an ordered scan of the unfinished roots' index for that owner (one scan over
             // every owner would sort them all for each chunk), and one for the due roots that waited for a time; each
             // locks its rows, skipping those another executor holds (a branch's rows beyond the chunk stay locked
@@ -462,9 +469,20 @@ extension PostgresTaskStore {
                 ? "\(Self.columns), EXISTS (SELECT 1 FROM \(names.tasks) WHERE root_id = root.id AND parent_id IS NOT NULL)"
                 : "id"
             let columnCount = Self.columnCount
+            // A job of a kind with a version that recorded none records the claimer's.
+            var takeBindings = bindings(newOwner, chunk.map(\.id))
+            var versionAssignment = ""
+            if !claim.versions.isEmpty {
+                let versions = claim.versions.sorted { $0.key < $1.key }
+                takeBindings.append(versions.map(\.key))
+                takeBindings.append(versions.map(\.value.name))
+                versionAssignment = ", version = coalesce(root.version, (SELECT v.version FROM "
+                    + "unnest($3::text[], $4::text[]) AS v(kind, version) WHERE v.kind = root.kind))"
+            }
             let taken = try await rows(
-                "UPDATE \(names.tasks) AS root SET owner_id = $1 WHERE id = ANY($2::text[]) RETURNING \(returning)",
-                bindings(newOwner, chunk.map(\.id)), connection: connection
+                "UPDATE \(names.tasks) AS root SET owner_id = $1\(versionAssignment) WHERE id = ANY($2::text[]) "
+                    + "RETURNING \(returning)",
+                takeBindings, connection: connection
             ) { row -> TaskRecord? in
                 guard claim.readsTrees else { return nil }
                 let hasSubtasks = try row.makeRandomAccess()[columnCount].decode(Bool.self)
@@ -647,16 +665,19 @@ extension PostgresTaskStore {
             try await connection.query(
                 PostgresQuery(
                     unsafeSQL: """
-                        INSERT INTO \(names.owners) (id, host, pid, started_at, heartbeat_at, stopped_at, kinds, slots)
-                        VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+                        INSERT INTO \(names.owners)
+                          (id, host, pid, started_at, heartbeat_at, stopped_at, kinds, slots, versions)
+                        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
                         ON CONFLICT (id) DO UPDATE SET host = excluded.host, pid = excluded.pid,
                           started_at = excluded.started_at, heartbeat_at = excluded.heartbeat_at,
-                          stopped_at = excluded.stopped_at, kinds = excluded.kinds, slots = excluded.slots
+                          stopped_at = excluded.stopped_at, kinds = excluded.kinds, slots = excluded.slots,
+                          versions = excluded.versions
                         """,
                     binds: bindings(
                         owner.id, owner.host, owner.pid, owner.startedAt.storedMilliseconds,
                         owner.heartbeatAt.storedMilliseconds, owner.stoppedAt?.storedMilliseconds,
-                        try OwnerRecord.encodeKinds(owner.kinds), owner.slots.map { Int32(clamping: $0) })),
+                        try OwnerRecord.encodeKinds(owner.kinds), owner.slots.map { Int32(clamping: $0) },
+                        try OwnerRecord.encodeVersions(owner.versions))),
                 logger: logger)
         }
     }

@@ -55,6 +55,23 @@ import Testing
         }
     }
 
+    /// A job's page says which version of its kind's code it began under (issue 37: versions across deploys).
+    @Test(arguments: ConsoleStore.allCases)
+    func aJobsPageShowsTheVersionItBeganUnder(store: ConsoleStore) async throws {
+        let fixture = try await ConsoleFixture(store)
+        var job = TaskRecord(
+            id: "r-versioned", name: "resize", kind: "resize", input: Data("{}".utf8), options: .interactive,
+            status: .pending, createdAt: Date())
+        job.version = "2<b>"
+        try await fixture.store.insert([job], events: [])
+        try await fixture.test { client in
+            let page = text(try await client.get("/tasks/r-versioned"))
+            #expect(page.contains("<tr><th>Version</th><td>2&lt;b&gt;</td></tr>"), "\(page)")
+            let unversioned = text(try await client.get("/tasks/r-run"))
+            #expect(!unversioned.contains("<th>Version</th>"))
+        }
+    }
+
     @Test func withMetricsNeedTokenOnlyTheBearerReadsThem() async throws {
         let directory = try TemporaryDirectory()
         let store = try SQLiteTaskStore(path: directory.file("tasks.sqlite"))

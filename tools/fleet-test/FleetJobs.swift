@@ -1,5 +1,11 @@
 import Foundation
 import Progression
+import Synchronization
+
+/// The version the worker was told its hang and double kinds' code is (`worker --job-version`), read as they register.
+enum FleetVersion {
+    static let current = Mutex<JobVersion?>(nil)
+}
 
 /// A job that doubles its number, after `delayMilliseconds` of work, and says which worker ran it.
 struct DoubleJob: JobKind {
@@ -13,6 +19,7 @@ struct DoubleJob: JobKind {
     }
     static let name = "fleet.double"
     static let options = TaskOptions.interactive
+    static var version: JobVersion? { FleetVersion.current.withLock { $0 } }
     let worker: String
     let ledger: Ledger
 
@@ -194,6 +201,7 @@ struct HangJob: JobKind {
     }
     static let name = "fleet.hang"
     static let options = TaskOptions.interactive.retryable()
+    static var version: JobVersion? { FleetVersion.current.withLock { $0 } }
     let worker: String
     let ledger: Ledger
 

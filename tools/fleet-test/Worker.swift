@@ -4,6 +4,7 @@ import Logging
 import Progression
 import ProgressionTestSupport
 import ServiceLifecycle
+import Synchronization
 import UnixSignals
 
 extension FleetTest {
@@ -31,6 +32,9 @@ extension FleetTest {
         var clockOrigin: Double?
         @Option(help: "The simulated time (seconds since 1970) at --clock-origin.") var clockStart: Double?
         @Option(help: "Log level: trace, debug, info, notice, warning, error.") var logLevel = "warning"
+        @Option(help: "The version of the hang and double kinds' code (none by default).") var jobVersion: String?
+        @Option(help: "Versions whose jobs that code continues, comma-separated.") var continues: String?
+        @Option(help: "What it does with a job it cannot continue: leave or fail.") var otherwise = "leave"
         @Option(
             help: "The kinds this worker runs, comma-separated (double, steps, tick, fanout, leaf, gate); all by default.")
         var kinds: String?
@@ -73,6 +77,19 @@ extension FleetTest {
                 configuration.progressSampleInterval = scaled(configuration.progressSampleInterval)
                 // A tick seen up to 4 simulated minutes late is on time (a 5-minute schedule never misses one).
                 configuration.scheduleGrace = .seconds(240)
+            }
+            let otherwisePolicy: JobVersion.Otherwise
+            do {
+                otherwisePolicy = try JobVersion.Otherwise(parsing: otherwise)
+            } catch {
+                throw ValidationError("\(error)")
+            }
+            FleetVersion.current.withLock { current in
+                current = jobVersion.map { name in
+                    JobVersion(
+                        name, continues: Set((continues ?? "").split(separator: ",").map(String.init)),
+                        otherwise: otherwisePolicy)
+                }
             }
             let executor = try await FleetDatabase.executor(db: db, configuration: configuration)
             let ledger = Ledger(path: ledger)

@@ -188,7 +188,7 @@ extension ExecutionEngine {
         OwnerRecord(
             id: ownerID, host: configuration.hostName, pid: ProcessInfo.processInfo.processIdentifier,
             startedAt: startedAt, heartbeatAt: heartbeatAt, stoppedAt: stoppedAt, kinds: registry.names.sorted(),
-            slots: configuration.maxConcurrentTasks)
+            slots: configuration.maxConcurrentTasks, versions: registry.versions)
     }
 
     /// Removes from memory the finished roots whose committed finish is older than their visibility, in one pass.

@@ -42,7 +42,7 @@ extension ExecutionEngine {
             claimed = try await store.claimRoots(
                 RootClaim(
                     fromOwners: [nil] + dead.keys.sorted(), kinds: kinds, newOwner: ownerID, limit: room, now: now(),
-                    judgedHeartbeats: dead, readsTrees: true))
+                    judgedHeartbeats: dead, readsTrees: true, versions: registry.versions))
         } catch {
             Self.noteStorageFailure(error, outage: storageOutage, logger: logger, what: "claiming tasks")
             return (0, false)

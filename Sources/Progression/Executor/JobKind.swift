@@ -2,7 +2,7 @@ import Foundation
 
 /// A job kind as a type: its name, its input, its result and its code, so that registering, submitting and reading a
 /// result are checked by the compiler — in the worker that runs it and in the producer that only enqueues it (the
-/// string-based ``TaskExecutor/register(_:input:options:maxConcurrent:_:)`` and
+/// string-based ``TaskExecutor/register(_:input:options:maxConcurrent:version:_:)`` and
 /// ``TaskExecutor/submit(_:input:id:name:options:idempotencyKey:runAt:)-(_,Input,_,_,_,_,_)`` remain for kinds known by name only).
 ///
 /// ```swift
@@ -50,6 +50,11 @@ public protocol JobKind: Sendable {
     /// each executor's own limit applies.
     static var maxConcurrent: Int? { get }
 
+    /// The version of this code, and which jobs begun by other versions it continues (see ``JobVersion``): a worker
+    /// runs a job that a version it cannot continue began only as ``JobVersion/otherwise`` says. `nil` (the
+    /// default): it continues any job.
+    static var version: JobVersion? { get }
+
     /// Runs one job: reports progress, pushes steps, stores checkpoints through `context`; returns its result.
     func run(_ input: Input, context: any TaskContext) async throws -> Output
 }
@@ -60,6 +65,9 @@ extension JobKind {
 
     /// No limit of its own.
     public static var maxConcurrent: Int? { nil }
+
+    /// No version: it continues any job.
+    public static var version: JobVersion? { nil }
 }
 
 extension TaskExecutor {
@@ -67,10 +75,13 @@ extension TaskExecutor {
     /// stored with each job as it completes.
     ///
     /// - Throws: ``ProgressionError/kindAlreadyRegistered(_:)`` when a kind of that name is registered already;
-    ///   ``ProgressionError/invalidArgument(_:)`` for a limit below 1.
+    ///   ``ProgressionError/invalidArgument(_:)`` for a limit below 1, a stall limit that is not positive, or a bad
+    ///   version name.
     public nonisolated func register<Kind: JobKind>(_ job: Kind) throws {
-        try registerKind(Kind.name, input: Kind.Input.self, options: Kind.options, maxConcurrent: Kind.maxConcurrent) {
-            input, context in
+        try registerKind(
+            Kind.name, input: Kind.Input.self, options: Kind.options, maxConcurrent: Kind.maxConcurrent,
+            version: Kind.version
+        ) { input, context in
             let output = try await job.run(input, context: context)
             guard let encodable = output as? any Encodable else { return nil }
             return try JSONEncoder().encode(encodable)

@@ -32,14 +32,18 @@ extension TaskExecutor {
     ///   - options: the options its jobs get unless their submit gives others.
     ///   - maxConcurrent: at most this many jobs of the kind run at once across every worker on the database (its
     ///     jobs then start only through the store, which counts them); `nil`: only the executor's own limit.
+    ///   - version: the version of this code, and which jobs begun by other versions it continues (see
+    ///     ``JobVersion``); `nil`: it continues any job.
     ///   - body: the job's code.
     /// - Throws: ``ProgressionError/kindAlreadyRegistered(_:)`` when the kind is registered already (the first code
-    ///   stays); ``ProgressionError/invalidArgument(_:)`` for a limit below 1.
+    ///   stays); ``ProgressionError/invalidArgument(_:)`` for a limit below 1, a stall limit that is not positive, or
+    ///   a version name that is empty or longer than 100 characters.
     public nonisolated func register<Input: Decodable & Sendable>(
         _ kind: String, input: Input.Type, options: TaskOptions = .default, maxConcurrent: Int? = nil,
-        _ body: @escaping @Sendable (Input, any TaskContext) async throws -> Void
+        version: JobVersion? = nil, _ body: @escaping @Sendable (Input, any TaskContext) async throws -> Void
     ) throws {
-        try registerKind(kind, input: input, options: options, maxConcurrent: maxConcurrent) { input, context in
+        try registerKind(kind, input: input, options: options, maxConcurrent: maxConcurrent, version: version) {
+            input, context in
             try await body(input, context)
             return nil
         }
@@ -48,27 +52,30 @@ extension TaskExecutor {
     /// Registers a job kind whose jobs return a result: it is stored with the job when it completes (JSON), shown by
     /// `progressctl show`, and read back by a producer with ``JobClient/result(of:as:timeout:)``.
     ///
-    /// - Throws: as ``register(_:input:options:maxConcurrent:_:)``.
+    /// - Throws: as ``register(_:input:options:maxConcurrent:version:_:)``.
     public nonisolated func register<Input: Decodable & Sendable, Output: Encodable & Sendable>(
         _ kind: String, input: Input.Type, output: Output.Type, options: TaskOptions = .default,
-        maxConcurrent: Int? = nil, _ body: @escaping @Sendable (Input, any TaskContext) async throws -> Output
+        maxConcurrent: Int? = nil, version: JobVersion? = nil,
+        _ body: @escaping @Sendable (Input, any TaskContext) async throws -> Output
     ) throws {
-        try registerKind(kind, input: input, options: options, maxConcurrent: maxConcurrent) { input, context in
+        try registerKind(kind, input: input, options: options, maxConcurrent: maxConcurrent, version: version) {
+            input, context in
             try JSONEncoder().encode(try await body(input, context))
         }
     }
 
     nonisolated func registerKind<Input: Decodable & Sendable>(
-        _ kind: String, input: Input.Type, options: TaskOptions, maxConcurrent: Int?,
+        _ kind: String, input: Input.Type, options: TaskOptions, maxConcurrent: Int?, version: JobVersion?,
         _ body: @escaping @Sendable (Input, any TaskContext) async throws -> Data?
     ) throws {
         if let maxConcurrent, maxConcurrent < 1 {
             throw ProgressionError.invalidArgument("the limit of kind '\(kind)' must be at least 1, not \(maxConcurrent)")
         }
         try options.check()
+        try version?.check(kind: kind)
         try engine.registry.register(
             kind,
-            RegisteredKind(options: options, maxConcurrent: maxConcurrent) { data, context in
+            RegisteredKind(options: options, maxConcurrent: maxConcurrent, version: version) { data, context in
                 let input: Input
                 do {
                     input = try JSONDecoder().decode(Input.self, from: data)
@@ -140,6 +147,7 @@ extension TaskExecutor {
         var record = TaskRecord(
             id: id, name: jobOptions.name ?? kind, kind: kind, input: data, idempotencyKey: idempotencyKey,
             options: options, status: .pending, ownerID: nil, createdAt: now)
+        record.version = job.version?.name
         record.nextAttemptAt = try jobOptions.runAt(now: now)
         let dependencies = try jobOptions.dependencies(of: &record)
         if record.nextAttemptAt != nil || job.maxConcurrent != nil {
@@ -220,9 +228,10 @@ extension TaskExecutor {
                 seenKeys[key] = roots.count
             }
             let data = try JobInputLimit.encode(input, kind: kind, limit: engine.configuration.maxInputBytes)
-            let record = TaskRecord(
+            var record = TaskRecord(
                 id: try await engine.identifiers.next(), name: kind, kind: kind, input: data, idempotencyKey: key,
                 options: options ?? job.options, status: .pending, ownerID: nil, createdAt: now)
+            record.version = job.version?.name
             ids.append(record.id)
             roots.append(NewRoot(record: record, body: { context in try await job.run(data, context) }))
         }

@@ -15,12 +15,16 @@ package struct OwnerRecord: Sendable, Hashable, Codable, Identifiable {
     /// How many roots it runs at once (its ``TaskExecutor/Configuration/maxConcurrentTasks``); `nil` when not
     /// recorded (an owner of an older version, or a process that runs none).
     package var slots: Int?
+    /// The versions of its kinds that declare one (``JobVersion``), by kind; `nil` when not recorded (an owner of an
+    /// older version). A kind it registered without a version continues any job.
+    package var versions: [String: JobVersion]?
 
     package init(
         id: String, host: String, pid: Int32, startedAt: Date, heartbeatAt: Date, stoppedAt: Date? = nil,
-        kinds: [String]? = nil, slots: Int? = nil
+        kinds: [String]? = nil, slots: Int? = nil, versions: [String: JobVersion]? = nil
     ) {
         self.slots = slots
+        self.versions = versions
         self.id = id
         self.host = host
         self.pid = pid
@@ -42,6 +46,27 @@ extension OwnerRecord {
     package static func decodeKinds(_ text: String?) -> [String]? {
         guard let text else { return nil }
         return try? JSONDecoder().decode([String].self, from: Data(text.utf8))
+    }
+
+    /// The stored form of ``versions``: a JSON object by kind (keys sorted), or `nil`.
+    package static func encodeVersions(_ versions: [String: JobVersion]?) throws -> String? {
+        guard let versions else { return nil }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        return String(decoding: try encoder.encode(versions), as: UTF8.self)
+    }
+
+    /// ``versions`` from its stored form (text that does not decode reads as not recorded).
+    package static func decodeVersions(_ text: String?) -> [String: JobVersion]? {
+        guard let text else { return nil }
+        return try? JSONDecoder().decode([String: JobVersion].self, from: Data(text.utf8))
+    }
+
+    /// Whether this owner, had it registered `kind`, would continue a job of it that `version` began: it registered
+    /// the kind, and without a version or with one that can. `false` for an owner that did not record its kinds.
+    package func continues(kind: String, version: String?) -> Bool {
+        guard let kinds, kinds.contains(kind) else { return false }
+        return versions?[kind].map { $0.canContinue(version) } ?? true
     }
 }
 

@@ -181,6 +181,7 @@ public actor InMemoryTaskStore: TaskStoreBackend {
                 .filter { ($0.nextAttemptAt?.storedMilliseconds ?? .min) <= now }
                 .filter { task in claim.kinds.map { kinds in task.kind.map(kinds.contains) ?? true } ?? true }
                 .filter { task in task.kind.map { state.pausedKinds[$0] == nil } ?? true }
+                .filter { claim.mayTake(kind: $0.kind, version: $0.version) }
                 .sorted { left, right in
                     if left.priority != right.priority { return left.priority > right.priority }
                     return (left.createdAt, left.id) < (right.createdAt, right.id)
@@ -196,6 +197,9 @@ public actor InMemoryTaskStore: TaskStoreBackend {
             for root in claimed {
                 state.remember(root.id)
                 state.tasks[root.id]?.ownerID = claim.newOwner
+                if state.tasks[root.id]?.version == nil, let kind = root.kind, let version = claim.versions[kind] {
+                    state.tasks[root.id]?.version = version.name
+                }
             }
             return claimed.map {
                 ClaimedRoot(

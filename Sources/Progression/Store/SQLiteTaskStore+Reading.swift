@@ -219,14 +219,18 @@ extension SQLiteTaskStore {
     package func owners() async throws -> [OwnerRecord] {
         try await read { connection in
             try connection.query(
-                "SELECT id, host, pid, started_at, heartbeat_at, stopped_at, kinds, slots FROM owners ORDER BY started_at, id"
+                """
+                SELECT id, host, pid, started_at, heartbeat_at, stopped_at, kinds, slots, versions FROM owners
+                ORDER BY started_at, id
+                """
             ) { row in
                 OwnerRecord(
                     id: row.text(at: 0), host: row.text(at: 1), pid: Int32(truncatingIfNeeded: row.int64(at: 2)),
                     startedAt: Date(storedMilliseconds: row.int64(at: 3)),
                     heartbeatAt: Date(storedMilliseconds: row.int64(at: 4)),
                     stoppedAt: row.optionalInt64(at: 5).map(Date.init(storedMilliseconds:)),
-                    kinds: OwnerRecord.decodeKinds(row.optionalText(at: 6)), slots: row.optionalInt64(at: 7).map { Int($0) })
+                    kinds: OwnerRecord.decodeKinds(row.optionalText(at: 6)), slots: row.optionalInt64(at: 7).map { Int($0) },
+                    versions: OwnerRecord.decodeVersions(row.optionalText(at: 8)))
             }
         }
     }

@@ -195,6 +195,12 @@ extension SQLiteTaskStore {
                 kindCondition = " AND (kind IS NULL OR kind NOT IN (\(Self.placeholders(blocked.count))))"
                 kindParameters = blocked.map { .text($0) }
             }
+            // Jobs begun by a version the claimer cannot continue, of a kind that leaves them (``JobVersion``).
+            for (kind, accepted) in claim.versionsLeft {
+                kindCondition +=
+                    " AND (version IS NULL OR kind IS NULL OR kind <> ? OR version IN (\(Self.placeholders(accepted.count))))"
+                kindParameters += [.text(kind)] + accepted.map { .text($0) }
+            }
             let now = SQLiteValue.integer(claim.now.storedMilliseconds)
             // Each owner's roots that are ready come in priority-then-age order straight from the index of unfinished
             // roots (owner first), `limit` at most per owner; those waiting for a time come from the index of waiting
@@ -249,13 +255,16 @@ extension SQLiteTaskStore {
                 }
                 claimed.append(root)
             }
-            // Taken in the same transaction, each row only while it still has the owner it was read with.
-            let take = try connection.cachedStatement("UPDATE tasks SET owner_id = ? WHERE id = ? AND owner_id IS ?")
+            // Taken in the same transaction, each row only while it still has the owner it was read with; a job of a
+            // kind with a version that recorded none records the claimer's.
+            let take = try connection.cachedStatement(
+                "UPDATE tasks SET owner_id = ?, version = coalesce(version, ?) WHERE id = ? AND owner_id IS ?")
             for root in claimed {
                 defer { take.reset() }
                 try take.bind(claim.newOwner, at: 1)
-                try take.bind(root.id, at: 2)
-                try take.bindOptional(root.previousOwner, at: 3)
+                try take.bindOptional(root.kind.flatMap { claim.versions[$0]?.name }, at: 2)
+                try take.bind(root.id, at: 3)
+                try take.bindOptional(root.previousOwner, at: 4)
                 try take.step()
             }
             return claimed
@@ -368,17 +377,17 @@ extension SQLiteTaskStore {
         try await write { connection in
             try connection.execute(
                 """
-                INSERT INTO owners (id, host, pid, started_at, heartbeat_at, stopped_at, kinds, slots)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                INSERT INTO owners (id, host, pid, started_at, heartbeat_at, stopped_at, kinds, slots, versions)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
                 ON CONFLICT(id) DO UPDATE SET host = excluded.host, pid = excluded.pid, started_at = excluded.started_at,
                   heartbeat_at = excluded.heartbeat_at, stopped_at = excluded.stopped_at, kinds = excluded.kinds,
-                  slots = excluded.slots
+                  slots = excluded.slots, versions = excluded.versions
                 """,
                 [
                     .text(owner.id), .text(owner.host), .integer(Int64(owner.pid)),
                     .integer(owner.startedAt.storedMilliseconds), .integer(owner.heartbeatAt.storedMilliseconds),
                     SQLiteValue(owner.stoppedAt?.storedMilliseconds), SQLiteValue(try OwnerRecord.encodeKinds(owner.kinds)),
-                    SQLiteValue(owner.slots.map(Int64.init)),
+                    SQLiteValue(owner.slots.map(Int64.init)), SQLiteValue(try OwnerRecord.encodeVersions(owner.versions)),
                 ])
         }
     }

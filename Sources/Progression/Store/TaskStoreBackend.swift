@@ -434,11 +434,16 @@ package struct RootClaim: Sendable, Hashable {
     /// Whether the claimer loads the claimed trees at once (an executor does): a store that can read them in the
     /// claim for less than a read of each afterwards returns them (``ClaimedRoot/tree``).
     package var readsTrees: Bool
+    /// The claimer's versions of the kinds that declare one (``JobVersion``): a root of such a kind that recorded
+    /// no version records the claimer's as it is taken, and one whose version the claimer cannot continue is left
+    /// when its kind says ``JobVersion/Otherwise/leave`` (taken otherwise: the claimer fails it).
+    package var versions: [String: JobVersion]
 
     package init(
         fromOwners: [String?], kinds: Set<String>?, newOwner: String, limit: Int, now: Date = .distantFuture,
-        judgedHeartbeats: [String: Date] = [:], readsTrees: Bool = false
+        judgedHeartbeats: [String: Date] = [:], readsTrees: Bool = false, versions: [String: JobVersion] = [:]
     ) {
+        self.versions = versions
         self.fromOwners = fromOwners
         self.kinds = kinds
         self.newOwner = newOwner
@@ -446,6 +451,21 @@ package struct RootClaim: Sendable, Hashable {
         self.now = now
         self.judgedHeartbeats = judgedHeartbeats
         self.readsTrees = readsTrees
+    }
+
+    /// The kinds whose roots the claim takes only when their version is one of `accepted` (or none), by kind name:
+    /// those whose version says ``JobVersion/Otherwise/leave``. Each store writes this as a condition of its read.
+    package var versionsLeft: [(kind: String, accepted: [String])] {
+        versions.filter { $0.value.otherwise == .leave }.sorted { $0.key < $1.key }.map { kind, version in
+            (kind, ([version.name] + version.continues).sorted())
+        }
+    }
+
+    /// Whether the claim may take a root of `kind` that recorded `version` (the in-memory store's form of
+    /// ``versionsLeft``).
+    package func mayTake(kind: String?, version: String?) -> Bool {
+        guard let kind, let declared = versions[kind], declared.otherwise == .leave else { return true }
+        return declared.canContinue(version)
     }
 
     /// The owners whose heartbeats the store must read again in the claim's transaction.

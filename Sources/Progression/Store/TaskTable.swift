@@ -33,6 +33,8 @@ package enum TaskTableColumn: Int, CaseIterable, Sendable {
     case createdAt, startedAt, updatedAt, finishedAt, nextAttemptAt, total, rate
     // Migration 0005: job trees.
     case parentJobID, childJobID, wait, waitingFor, waitingProgress, share, awaited
+    // Migration 0007: the version a job began under.
+    case version
 
     /// Its SQL name.
     package var name: String {
@@ -73,6 +75,7 @@ package enum TaskTableColumn: Int, CaseIterable, Sendable {
         case .waitingProgress: "waiting_progress"
         case .share: "share"
         case .awaited: "awaited"
+        case .version: "version"
         }
     }
 
@@ -80,7 +83,7 @@ package enum TaskTableColumn: Int, CaseIterable, Sendable {
     package var type: StoredType {
         switch self {
         case .id, .parentID, .rootID, .name, .kind, .idempotencyKey, .options, .status, .step, .errorType,
-            .errorDescription, .ownerID, .parentJobID, .childJobID, .wait, .waitingFor:
+            .errorDescription, .ownerID, .parentJobID, .childJobID, .wait, .waitingFor, .version:
             .text
         case .occurrence, .attempt, .interruptions, .priority, .awaited: .int4
         case .leaseExpiresAt, .createdAt, .startedAt, .updatedAt, .finishedAt, .nextAttemptAt: .int8
@@ -94,7 +97,7 @@ package enum TaskTableColumn: Int, CaseIterable, Sendable {
     package var changeable: TaskColumns? {
         switch self {
         case .id, .parentID, .rootID, .name, .occurrence, .kind, .input, .idempotencyKey, .leaseExpiresAt, .createdAt,
-            .parentJobID, .childJobID:
+            .parentJobID, .childJobID, .version:
             nil
         case .wait, .waitingFor, .waitingProgress: .waiting
         case .share, .awaited: .link
@@ -161,6 +164,7 @@ package enum TaskTableColumn: Int, CaseIterable, Sendable {
         case .waitingProgress: StoredValue(record.waitingProgress)
         case .share: StoredValue(record.share)
         case .awaited: StoredValue(record.awaited ? 1 : 0)
+        case .version: StoredValue(record.version)
         }
     }
 
@@ -257,5 +261,6 @@ extension TaskRecord {
         waitingProgress = try real(.waitingProgress)
         share = try real(.share)
         awaited = (try row.integerCell(at: index(.awaited)) ?? 0) != 0
+        version = try text(.version)
     }
 }

@@ -34,6 +34,10 @@ package enum JobPage {
             ("Updated", "\(Format.time(task.updatedAt))"),
             ("Finished", "\(Format.time(task.finishedAt))"),
         ]
+        if let version = task.version {
+            // The version of its kind's code it began under: only workers that can continue it run it.
+            facts.insert(("Version", "\(version)"), at: 5)
+        }
         if task.waitReason == .waiting {
             facts.append(("Waiting for", "\(task.waitingFor ?? "-")"))
         }

@@ -38,6 +38,16 @@ extension Progressctl {
                 var kind: String
                 var pending: Int
             }
+            /// Unfinished jobs that a version of their kind began which no live worker that registered the kind can
+            /// continue (``JobVersion``): they wait for a worker of a version that can.
+            struct WaitingVersion: Encodable {
+                var kind: String
+                var version: String
+                var jobs: Int
+                /// The versions the live workers of the kind run ("2 (continues 1)"; "none" for a worker that
+                /// registered the kind without a version, which continues any job).
+                var workerVersions: [String]
+            }
             /// A schedule whose kind no live worker registered: its ticks make no job until one starts.
             struct Unscheduled: Encodable {
                 var name: String
@@ -54,6 +64,8 @@ extension Progressctl {
             var pendingWithoutWorker: [Unrunnable]
             /// Schedules that no live worker can fire.
             var schedulesWithoutWorker: [Unscheduled]
+            /// Jobs waiting for a worker of a version that can continue them, by kind and version.
+            var versionsWithoutWorker: [WaitingVersion]
         }
 
         func run() async throws {
@@ -63,12 +75,19 @@ extension Progressctl {
             let owners = try await store.checked { try await $0.owners() }
             // A full scan of the unfinished roots, counted per owner.
             var heldBy: [String: Int] = [:]
+            // Versioned jobs by kind, version and owner (`""`: none), for the versions that wait.
+            var versioned: [String: [String: [String: Int]]] = [:]
             var offset = 0
             while true {
                 let page = try await store.checked {
                     try await $0.roots(TaskQuery(statuses: [.pending, .running, .paused], limit: 1000, offset: offset))
                 }
-                for root in page { if let owner = root.ownerID { heldBy[owner, default: 0] += 1 } }
+                for root in page {
+                    if let owner = root.ownerID { heldBy[owner, default: 0] += 1 }
+                    if let kind = root.kind, let version = root.version {
+                        versioned[kind, default: [:]][version, default: [:]][root.ownerID ?? "", default: 0] += 1
+                    }
+                }
                 guard page.count == 1000 else { break }
                 offset += page.count
             }
@@ -94,10 +113,25 @@ extension Progressctl {
                 unscheduled = try await store.checked { try await $0.schedules() }
                     .filter { !running.contains($0.kind) }.map { DoctorJSON.Unscheduled(name: $0.name, kind: $0.kind) }
             }
+            // A versioned job that no live owner holds, of a kind some live workers registered, none of which can
+            // continue its version.
+            var waitingVersions: [DoctorJSON.WaitingVersion] = []
+            for (kind, byVersion) in versioned.sorted(by: { $0.key < $1.key }) {
+                let workers = live.filter { $0.kinds?.contains(kind) ?? false }
+                guard !workers.isEmpty, !live.contains(where: { $0.kinds == nil }) else { continue }
+                for (version, byOwner) in byVersion.sorted(by: { $0.key < $1.key })
+                where !workers.contains(where: { $0.continues(kind: kind, version: version) }) {
+                    let jobs = byOwner.filter { !alive.contains($0.key) }.values.reduce(0, +)
+                    guard jobs > 0 else { continue }
+                    let runs = Set(workers.map { $0.versions?[kind]?.description ?? "none" }).sorted()
+                    waitingVersions.append(
+                        DoctorJSON.WaitingVersion(kind: kind, version: version, jobs: jobs, workerVersions: runs))
+                }
+            }
             let report = DoctorJSON(
                 path: store.location, integrity: integrity, integrityOK: integrity == ["ok"], schemaMigrations: schema,
                 owners: ownerReports, tasksHeldByDeadOwners: orphaned, pendingWithoutWorker: unrunnable,
-                schedulesWithoutWorker: unscheduled)
+                schedulesWithoutWorker: unscheduled, versionsWithoutWorker: waitingVersions)
             if options.json {
                 try JSONOutput.print(report)
             } else {
@@ -121,6 +155,14 @@ extension Progressctl {
                     Terminal.output(
                         Terminal.paint(
                             "no running worker runs '\(item.kind.escapedForTerminal)': \(Format.count(item.pending)) pending job\(item.pending == 1 ? "" : "s") wait for one",
+                            .yellow))
+                }
+                for item in waitingVersions {
+                    Terminal.output(
+                        Terminal.paint(
+                            "\(Format.count(item.jobs)) job\(item.jobs == 1 ? "" : "s") of '\(item.kind.escapedForTerminal)' "
+                                + "begun by version \(item.version.escapedForTerminal) wait for a worker that continues it "
+                                + "(running workers: version \(item.workerVersions.joined(separator: "; ").escapedForTerminal))",
                             .yellow))
                 }
                 for item in unscheduled {

@@ -9,7 +9,8 @@ extension Progressctl {
         static let configuration = CommandConfiguration(
             abstract: "Show a task's tree across the fleet: progress, status, step, attempt, error and times of every node.",
             discussion: """
-                For the task asked for it also prints its idempotency key, its input and its result, as indented \
+                For the task asked for it also prints its idempotency key, the version of its kind's code it began \
+                under (when its kind declares one), its input and its result, as indented \
                 JSON (at most \(maximumJSONLines) lines each). --json gives every node's fields, with `input` and \
                 `result` as JSON values.
 
@@ -153,9 +154,10 @@ extension Progressctl {
             }
         }
 
-        /// The idempotency key, input and result of `node`, when it has them.
+        /// The idempotency key, version, input and result of `node`, when it has them.
         private func printPayload(of node: TaskRecord, indent: String) {
             if let key = node.idempotencyKey { Terminal.output("\(indent)idempotency key \(key.escapedForTerminal)") }
+            if let version = node.version { Terminal.output("\(indent)began under version \(version.escapedForTerminal)") }
             for (label, data) in [("input", node.input), ("result", node.result)] {
                 guard let value = JSONValue.stored(data) else { continue }
                 Terminal.output("\(indent)\(label):")

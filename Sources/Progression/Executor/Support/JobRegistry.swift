@@ -9,6 +9,8 @@ typealias RootBody = @Sendable (any TaskContext) async throws -> Data?
 struct RegisteredKind: Sendable {
     var options: TaskOptions
     var maxConcurrent: Int?
+    /// The version of its code (``JobVersion``); `nil`: it continues any job.
+    var version: JobVersion?
     var run: @Sendable (Data, any TaskContext) async throws -> Data?
 }
 
@@ -40,14 +42,28 @@ final class JobRegistry: Sendable {
         kinds.withLock { $0.mapValues { StoredKind(options: $0.options, maxConcurrent: $0.maxConcurrent) } }
     }
 
+    /// The kinds that declare a version, with it: claims record it on the jobs they take and leave those it cannot
+    /// continue (``JobVersion/Otherwise/leave``).
+    var versions: [String: JobVersion] {
+        kinds.withLock { $0.compactMapValues(\.version) }
+    }
+
     /// The kinds with a limit across the fleet: their jobs start only through claims, which count them.
     var limited: Set<String> {
         kinds.withLock { Set($0.filter { $0.value.maxConcurrent != nil }.keys) }
     }
 
-    /// The code that runs a stored root: its kind's, given its input; `nil` for a closure task or an unknown kind.
+    /// The code that runs a stored root: its kind's, given its input; `nil` for a closure task or an unknown kind. A
+    /// job that a version the kind's code cannot continue began fails with ``IncompatibleJobVersionError`` before any
+    /// of it runs (claims leave such jobs when the kind says ``JobVersion/Otherwise/leave``: this meets those the kind
+    /// fails, and is the last guard for the others).
     func body(for record: TaskRecord) -> RootBody? {
         guard let name = record.kind, let kind = kind(name) else { return nil }
+        if let version = kind.version, !version.canContinue(record.version) {
+            let error = IncompatibleJobVersionError(
+                kind: name, jobVersion: record.version ?? "", workerVersion: version)
+            return { _ in throw error }
+        }
         let input = record.input ?? Data("null".utf8)
         return { context in try await kind.run(input, context) }
     }
