@@ -29,7 +29,7 @@ struct SQLiteTaskStoreFileTests {
             let attributes = try FileManager.default.attributesOfItem(atPath: file)
             #expect((attributes[.posixPermissions] as? Int) == 0o600, "\(file)")
         }
-        #expect(try await store.schemaVersion() == ["0001_initial", "0002_lean_tasks", "0003_ascending_indexes", "0004_fleet_and_time", "0005_job_trees", "0006_fleet_duties"])
+        #expect(try await store.schemaVersion() == ["0001_initial", "0002_lean_tasks", "0003_ascending_indexes", "0004_fleet_and_time", "0005_job_trees", "0006_fleet_duties", "0007_job_versions"])
         #expect(try await store.integrityCheck() == ["ok"])
         let reader = try SQLiteConnection(path: path, options: { var o = SQLiteConnectionOptions(); o.readOnly = true; return o }())
         #expect(try reader.scalarInt("PRAGMA page_size") == 2_048, "a new database has 2 KiB pages")

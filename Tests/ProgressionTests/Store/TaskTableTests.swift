@@ -42,11 +42,13 @@ struct TaskTableTests {
         #expect(order == order.sorted())
     }
 
+    /// The version a job began under is written with its row, or by the claim that first takes it: never by an
+    /// update, so no write of a later run changes it.
     @Test func theColumnsWrittenOnlyAtInsertAreTheIdentityAndCreation() {
         #expect(
             TaskTableColumn.allCases.filter { $0.changeable == nil }
                 == [.id, .parentID, .rootID, .name, .occurrence, .kind, .input, .idempotencyKey, .leaseExpiresAt,
-                    .createdAt, .parentJobID, .childJobID])
+                    .createdAt, .parentJobID, .childJobID, .version])
     }
 
     /// Each column's value is the record's field, in the type of its column.
@@ -65,6 +67,7 @@ struct TaskTableTests {
         linked.waitingProgress = 0.125
         linked.share = 0.5
         linked.awaited = true
+        linked.version = "v2"
         let values = TaskTableColumn.allCases.map { $0.value(of: linked) { _ in "{}" } }
         let ms = t0.storedMilliseconds
         #expect(
@@ -74,7 +77,7 @@ struct TaskTableTests {
                 .integer(5), .text("E"), .text("e"), .blob(Data("out".utf8)), .blob(Data("cp".utf8)), .text("o"),
                 .null, .integer(7), .integer(ms), .integer(ms + 1000), .integer(ms + 2000), .integer(ms + 3000),
                 .integer(ms + 4000), .real(10), .real(0.25), .text("p"), .text("c"), .text("children:any"),
-                .text("w"), .real(0.125), .real(0.5), .integer(1),
+                .text("w"), .real(0.125), .real(0.5), .integer(1), .text("v2"),
             ])
         for (column, value) in zip(TaskTableColumn.allCases, values) {
             switch (column.type, value) {
