@@ -36,6 +36,15 @@ extension ExecutionEngine {
         case .commitThenSettleIdle(let sequence):
             try await waitForCommit(sequence)
             resumeIdleWaiters(taskID)
+        case .commitAndStop(let sequence, let cancellation):
+            cancellation.run()
+            try await waitForCommit(sequence)
+        case .afterHandOff(let sequence):
+            // Nothing more is written for it here (a write behind the hand-off would meet another owner, or a row
+            // the fleet changed): the change is made where the job is once the hand-off is committed.
+            // Its commit settles the root: it has left memory by the time the wait returns.
+            try await waitForCommit(sequence)
+            try await changeElsewhere(taskID, request)
         }
     }
 

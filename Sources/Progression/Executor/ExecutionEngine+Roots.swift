@@ -279,6 +279,9 @@ struct EndedRun: Sendable {
     /// It gave its slot back until a time (a durable sleep) and is unowned in the store: forgotten here, any worker
     /// claims it when it is due.
     var forget = false
+    /// It was given to the fleet (``StopReason/handedOff``, or a retry due while no slot was free): this executor's
+    /// claims look for it too once it is forgotten.
+    var handedOff = false
 }
 
 /// Roots added to the graph: their handles, the sequence that commits their rows (with the starts of those that got a
@@ -388,7 +391,7 @@ extension GraphState {
         let (sequence, delay) = finish(node, result, now: now, random: random, configuration: configuration)
         let run = EndedRun(
             handle: handle, retryAt: delay.map { monotonicNow + $0 }, lost: lost,
-            forget: sleeps && node.record.ownerID == nil)
+            forget: sleeps && node.record.ownerID == nil, handedOff: node.handOffSequence != nil)
         var dispatch = Dispatch()
         if let sequence, sequence > committedSequence {
             endedRuns.append((sequence, run))
@@ -423,6 +426,7 @@ extension GraphState {
         if run.lost || run.forget {
             var effects = setIdle(node)
             removeRoot(node)
+            if run.handedOff { effects.wakesClaims = true }
             if node.reclaimed, !run.lost {
                 // Claimed again by this executor meanwhile: loaded from the store by the next claim pass.
                 unloadedClaims.append(
@@ -565,6 +569,11 @@ extension GraphState {
                 } else {
                     try transition(node, .release, by: .system, now: now, silent: true)
                 }
+            case (.failure, .handedOff?):
+                // Its code stopped where it waited, paused: the root is given back to the store, unowned (a paused
+                // one stays paused), as a graceful stop does; its subtasks that ran are left to run again.
+                try transition(node, .release, by: .system, now: now, silent: true)
+                if node.isRoot { node.handOffSequence = changeSequence }
             case (.failure, .awaiting(let wait, let description, let until, let progress)?):
                 if node.isRoot {
                     try transition(

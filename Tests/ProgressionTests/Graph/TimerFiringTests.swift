@@ -14,13 +14,13 @@ struct TimerFiringTests {
         var state: GraphState
         let root: TaskNode
 
-        init(status: TaskStatus = .running, timeout: Duration? = nil, slotTaken: Bool = false) {
+        init(status: TaskStatus = .running, timeout: Duration? = nil, slotTaken: Bool = false, kind: String? = "job") {
             state = GraphState.alone(slots: 1)
             var options = TaskOptions.interactive
             options.timeout = timeout
             root = state.addRoot(
                 TaskRecord(
-                    id: "root", name: "root", kind: "job", options: options, status: status, ownerID: "owner",
+                    id: "root", name: "root", kind: kind, options: options, status: status, ownerID: "owner",
                     createdAt: Date(timeIntervalSince1970: 1_000)),
                 stored: true)
             root.body = { _ in nil }
@@ -86,11 +86,13 @@ struct TimerFiringTests {
         var phase: RootPhase
         var status: TaskStatus
         var launched: Bool
+        /// Given to the fleet: released in the store (no owner), leaving memory once that is committed.
+        var handedOff = false
     }
 
     static let retries: [(String, TaskStatus, Bool, Bool, Retried)] = [
         ("due, a slot free: it starts", .pending, false, false, Retried(phase: .running, status: .running, launched: true)),
-        ("due, no slot free: it waits in the queue", .pending, true, false, Retried(phase: .queued, status: .pending, launched: false)),
+        ("due, no slot free: the fleet runs it", .pending, true, false, Retried(phase: .delayed, status: .pending, launched: false, handedOff: true)),
         ("paused while it waited: idle", .paused, false, false, Retried(phase: .idle, status: .paused, launched: false)),
         ("the executor stops: idle", .pending, false, true, Retried(phase: .idle, status: .pending, launched: false)),
     ]
@@ -109,7 +111,22 @@ struct TimerFiringTests {
         #expect(
             Retried(
                 phase: graph.root.phase, status: graph.root.record.status,
-                launched: fired.dispatch.launches == [graph.root.handle]) == expected, "\(what)")
+                launched: fired.dispatch.launches == [graph.root.handle],
+                handedOff: graph.root.handOffSequence != nil) == expected, "\(what)")
         #expect(graph.state.timers.earliest == nil)
+        if expected.handedOff {
+            #expect(graph.root.record.ownerID == nil, "released in the store")
+            #expect(graph.state.endedRuns.map(\.run.forget) == [true], "it leaves memory once that is committed")
+        }
+    }
+
+    /// A closure task due for its retry while no slot is free waits in the queue: no other worker can run it.
+    @Test func aDueRetryOfAClosureTaskWaitsHereForASlot() {
+        var graph = Graph(status: .pending, slotTaken: true, kind: nil)
+        graph.root.phase = .delayed
+        _ = graph.state.timers.add(.retry(graph.root.handle), at: .seconds(10))
+        _ = graph.fire(at: .seconds(10))
+        #expect(graph.root.phase == .queued && graph.root.handOffSequence == nil)
+        #expect(graph.root.record.ownerID == "owner")
     }
 }

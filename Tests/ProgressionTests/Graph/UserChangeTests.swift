@@ -48,7 +48,8 @@ struct UserChangeTests {
         let root: TaskNode
         let other: TaskNode
 
-        init(_ start: Start, options: TaskOptions = .interactive) {
+        /// `kind`: the root's job kind; `nil`, a closure task (which only this executor can run).
+        init(_ start: Start, options: TaskOptions = .interactive, kind: String? = "job") {
             state = GraphState.alone(slots: 1)
             let created = Date(timeIntervalSince1970: 1_000)
             func record(_ id: String, _ status: TaskStatus) -> TaskRecord {
@@ -71,6 +72,7 @@ struct UserChangeTests {
                 case .finished: .completed
                 }
             var rootRecord = record("root", rootStatus)
+            rootRecord.kind = kind
             if start == .delayed { rootRecord.nextAttemptAt = created.addingTimeInterval(60) }
             root = state.addRoot(rootRecord, stored: true)
             other = state.addRoot(record("other", otherStatus), stored: true)
@@ -107,6 +109,8 @@ struct UserChangeTests {
                     for wake in dispatch.wakes { wake.resume() }
                 case .stop: action = "stop"
                 case .commitThenSettleIdle: action = "commit, then idle"
+                case .commitAndStop: action = "commit, then stop"
+                case .afterHandOff: action = "after the hand-off"
                 }
             } catch {
                 action =
@@ -136,8 +140,9 @@ struct UserChangeTests {
         (.suspended, .resume, Outcome(action: "commit", status: .running, phase: .running, holdsSlot: true)),
         (.suspended, .cancel, Outcome(action: "stop", status: .paused, phase: .suspended, holdsSlot: false)),
         (.suspended, .runNow, Outcome(action: "invalidState", status: .paused, phase: .suspended, holdsSlot: false)),
-        // The same with the slot taken: a resume waits in the queue, pending, and its code with it.
-        (.suspendedSlotTaken, .resume, Outcome(action: "commit", status: .pending, phase: .queued, holdsSlot: false)),
+        // The same with the slot taken: a resumed job goes to the fleet — pending, its paused code stopped (its end
+        // releases it in the store for any worker with a free slot); it takes no place in this queue.
+        (.suspendedSlotTaken, .resume, Outcome(action: "commit, then stop", status: .pending, phase: .suspended, holdsSlot: false)),
         (.suspendedSlotTaken, .cancel, Outcome(action: "stop", status: .paused, phase: .suspended, holdsSlot: false)),
         (.suspendedSlotTaken, .pause, Outcome(action: "commit", status: .paused, phase: .suspended, holdsSlot: false)),
         (.suspendedSlotTaken, .runNow, Outcome(action: "invalidState", status: .paused, phase: .suspended, holdsSlot: false)),
@@ -175,6 +180,27 @@ struct UserChangeTests {
             #expect(graph.state.changeSequence > before, "a change that commits must queue a write")
         } else {
             #expect(graph.state.changeSequence == before, "a refused change or a stop must write nothing yet")
+        }
+    }
+
+    /// A closure task resumed while the slot is taken waits in the queue, pending, and its code with it: no other
+    /// worker can run it.
+    @Test func aResumedClosureTaskWaitsHereForTheSlot() {
+        var graph = Graph(.suspendedSlotTaken, kind: nil)
+        #expect(
+            graph.apply(.resume) == Outcome(action: "commit", status: .pending, phase: .queued, holdsSlot: false))
+        #expect(graph.root.stopReason == nil && graph.root.waitsForSlot)
+    }
+
+    /// A resumed job handed to the fleet is stopped as handed off, its code kept paused until it ends; any change
+    /// while its hand-off is under way waits for that commit and is then made where the job is.
+    @Test func aHandedOffJobIsStoppedAndChangesWaitForItsHandOff() {
+        var graph = Graph(.suspendedSlotTaken)
+        _ = graph.apply(.resume)
+        #expect(graph.root.stopReason == .handedOff && graph.root.isEffectivelyPaused)
+        graph.root.handOffSequence = graph.state.changeSequence
+        for change in UserChange.allCases {
+            #expect(graph.apply(change).action == "after the hand-off", "\(change)")
         }
     }
 
@@ -240,9 +266,10 @@ struct UserChangeTests {
     }
 
     /// A root paused while its code waited for a slot goes on waiting where it is when resumed: its code going on
-    /// then would run a root on no slot. The slot, once free, lets its code go on.
+    /// then would run a root on no slot. The slot, once free, lets its code go on. (A closure task: a job goes to the
+    /// fleet instead, `aHandedOffJobIsStoppedAndChangesWaitForItsHandOff`.)
     @Test func aRootResumedTwiceWhileWaitingForASlotRunsOnceTheSlotIsFree() {
-        var graph = Graph(.suspendedSlotTaken)
+        var graph = Graph(.suspendedSlotTaken, kind: nil)
         #expect(graph.apply(.resume).phase == .queued)
         #expect(graph.apply(.pause) == Outcome(action: "commit", status: .paused, phase: .queued, holdsSlot: false))
         #expect(graph.apply(.resume) == Outcome(action: "commit", status: .pending, phase: .queued, holdsSlot: false))
@@ -253,9 +280,10 @@ struct UserChangeTests {
         #expect(graph.root.waitsForSlot == false)
     }
 
-    /// A paused running root's slot is free for another: pausing every running root never stalls the queue.
+    /// A paused running root's slot is free for another: pausing every running root never stalls the queue. (A
+    /// closure task waits for the slot here; a job would go to the fleet.)
     @Test func pausingARunningRootStartsTheNextOneAndResumingItWaitsForASlot() {
-        var graph = Graph(.running)
+        var graph = Graph(.running, kind: nil)
         _ = graph.apply(.pause)
         #expect(graph.state.runQueue.slots == [graph.other.handle])
         #expect(graph.apply(.resume) == Outcome(action: "commit", status: .pending, phase: .queued, holdsSlot: false))

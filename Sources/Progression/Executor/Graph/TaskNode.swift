@@ -22,11 +22,16 @@ enum StopReason: Sendable, Equatable {
     /// once the tree keeper released it (or at `until`, a signal's timeout). `progress`: what its tree adds up to now,
     /// which its children raise meanwhile.
     case awaiting(JobWait, description: String, until: Date, progress: Double?)
+    /// Resumed while this executor had no free slot: the job is given to the fleet — unowned in the store, where any
+    /// worker with a free slot of its kind continues it from its checkpoint and completed steps (its paused code's
+    /// memory is given up, as after a crash).
+    case handedOff
 
-    /// Whether the root gives its slot back to be continued later by any worker (a durable sleep or wait).
+    /// Whether the root gives its slot back to be continued later by any worker (a durable sleep or wait, a job
+    /// handed to the fleet).
     var suspendsRoot: Bool {
         switch self {
-        case .sleeping, .awaiting: true
+        case .sleeping, .awaiting, .handedOff: true
         default: false
         }
     }
@@ -146,6 +151,10 @@ final class TaskNode {
     /// Claimed in the store by this executor while its previous run was still ending here (a wait released at once):
     /// loaded afresh once that run has settled.
     var reclaimed = false
+    /// The sequence of the change that gives this root to the fleet (``GraphState/handOff(_:now:)``): nothing more is
+    /// written for it here; it leaves memory once that change is committed, and a user's change waits for that
+    /// commit and is then made where the job is.
+    var handOffSequence: Int64?
     /// Subtasks created under this root, for their ids.
     var childCount = 0
     /// The links of this root's tree (nodes standing for child jobs), by child job id.

@@ -39,6 +39,11 @@ extension GraphState {
                     effects += setIdle(node)
                     continue
                 }
+                let held = node.record.kind.map { pausedKinds.contains($0) } ?? false
+                if runQueue.unclaimedSlots == 0 || held, mayHandOff(node), handOff(node, now: now) {
+                    // Due while no slot is free here (or its kind is paused): the fleet runs it.
+                    continue
+                }
                 enqueue(node)
             case .stall(let handle, let run):
                 // Running, paused, or resumed and waiting for a slot (pending, its code alive): a paused one is

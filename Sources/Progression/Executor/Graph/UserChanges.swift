@@ -17,6 +17,7 @@ extension GraphState {
         _ change: UserChange, to taskID: String, now: Date, monotonicNow: Duration
     ) throws(ProgressionError) -> UserChangeAction {
         guard let node = node(id: taskID) else { return .elsewhere }
+        if let sequence = node.root.handOffSequence { return .afterHandOff(sequence) }
         switch change {
         case .pause: return try pause(node, now: now, monotonicNow: monotonicNow)
         case .resume: return try resume(node, now: now, monotonicNow: monotonicNow)
@@ -53,6 +54,13 @@ extension GraphState {
             if runQueue.take(node.handle) {
                 sequence = try transition(node, .resume(codeRunning: true), by: .user, now: now)
                 node.phase = .running
+            } else if mayHandOff(node) {
+                // No slot is free here: the job goes to the fleet. Its code stays paused (it waits for a slot it
+                // will not get) until the stop ends it; its end gives the root back to the store, unowned, where any
+                // worker with a free slot of its kind claims it and continues it from its checkpoint.
+                sequence = try transition(node, .resume(codeRunning: false), by: .user, now: now)
+                node.waitsForSlot = true
+                return .commitAndStop(sequence, ExecutionEngine.stop(node, .handedOff))
             } else {
                 sequence = try transition(node, .resume(codeRunning: false), by: .user, now: now)
                 node.waitsForSlot = true
@@ -106,6 +114,24 @@ extension GraphState {
 }
 
 extension GraphState {
+    /// Whether a root may be given to the fleet when no slot is free for it here (issue 37): a job of a registered
+    /// kind, which any worker that registered it can continue from its checkpoint and completed steps; a closure task
+    /// runs only here, and waits for a slot of this executor.
+    func mayHandOff(_ node: TaskNode) -> Bool {
+        node.isRoot && node.record.kind != nil && node.body != nil && !isShutDown
+    }
+
+    /// Gives to the fleet a root with no code under way (a job whose retry is due while no slot is free here): it is
+    /// released in the store — no owner, still pending with its error and due time, so the next worker to claim it
+    /// begins its next attempt — and leaves memory once that is committed (``settle(_:)``); this executor's claims
+    /// may take it back like any other. Returns whether it did (the lifecycle may refuse: it stays here then).
+    mutating func handOff(_ node: TaskNode, now: Date) -> Bool {
+        guard let sequence = try? transition(node, .release, by: .system, now: now, silent: true) else { return false }
+        node.handOffSequence = sequence
+        endedRuns.append((sequence, EndedRun(handle: node.handle, retryAt: nil, lost: false, forget: true, handedOff: true)))
+        return true
+    }
+
     /// Whether a retry of `taskID` may wait for the root to be idle: a root that runs is refused at once, unless it is
     /// being stopped (a retry right after a cancel), whose run is then waited for.
     ///
@@ -162,4 +188,9 @@ enum UserChangeAction {
     case stop(Cancellation)
     /// The task ended with the change: once `sequence` is committed, callers waiting for its root to be idle go on.
     case commitThenSettleIdle(_ sequence: Int64)
+    /// Return once `sequence` is committed, and cancel the code (a resumed job handed to the fleet).
+    case commitAndStop(_ sequence: Int64, Cancellation)
+    /// Its root is being given to the fleet (``StopReason/handedOff``): once `sequence` is committed it has left
+    /// memory, and the change is made where the job is then.
+    case afterHandOff(_ sequence: Int64)
 }
