@@ -110,6 +110,11 @@ import Testing
         (["prune", "--older-than", "7d", "--status", "nope"], "invalid status 'nope'"),
         (["submit", "--allow-unregistered", "import", "--input", "{not json"], "--input is not valid JSON"),
         (["list", "--limit=-1"], "--limit must be 0 or more"),
+        (["submit", "--allow-unregistered", "import", "--input", "{}", "--stall-limit", "0s"], "a stall limit must be positive"),
+        (["submit", "--allow-unregistered", "import", "--input", "{}", "--stall-limit", "5m", "--stall-action", "wait"],
+         "unknown stall action 'wait'"),
+        (["submit", "--allow-unregistered", "import", "--input", "{}", "--stall-action", "retry"],
+         "--stall-action goes with --stall-limit"),
         (["retry"], "give a task id, --all-failed or filters"),
         (["frobnicate"], "frobnicate"),
     ])

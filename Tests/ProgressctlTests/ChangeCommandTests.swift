@@ -39,6 +39,13 @@ struct ChangeDocument: Decodable {
         let task2 = try #require(try await fixture.store.task(id: "my-export"))
         #expect(!task2.options.canRetry && !task2.options.canPause)
 
+        // A stall rule from the command line (issue 37).
+        let watched = try await fixture.run(
+            ["submit", "--allow-unregistered", "export", "--input", "2", "--id", "watched", "--stall-limit", "90s",
+             "--stall-action", "retry"])
+        #expect(watched.status == 0, "\(watched.stderr)")
+        #expect(try await fixture.store.task(id: "watched")?.options.stall == StallRule(limit: .seconds(90), action: .retry))
+
         let duplicate = try await fixture.run(["submit", "--allow-unregistered", "export", "--input", "1", "--id", "my-export"])
         #expect(duplicate.status != 0)
         #expect(duplicate.errorLines == ["progressctl: error: a task with id 'my-export' exists already"])

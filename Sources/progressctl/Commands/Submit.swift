@@ -15,7 +15,9 @@ extension Progressctl {
                 queues it for workers that start later. A kind that no running worker registered is accepted with \
                 a warning. With an idempotency key that a job of the same kind already has, \
                 nothing is written and that job's id is printed. --at TIME or --delay DURATION make a delayed job: \
-                it waits, holding no slot, listed as scheduled, until then.
+                it waits, holding no slot, listed as scheduled, until then. --stall-limit DURATION shows the job \
+                as stalled once nothing in it moved for that long, and --stall-action cancel or retry has its \
+                worker cancel it or fail the attempt then (flag, the default, only shows it).
 
                 --after ID (repeatable; a unique prefix, or ROOT/NAME of a link for its child job) makes a job that \
                 runs after others: it waits, holding no slot, listed as waiting, until every one of them finished, \
@@ -38,6 +40,7 @@ extension Progressctl {
                   progressctl submit import --input '{"file": "a.csv"}' --idempotency-key a.csv --retryable --priority 5
                   progressctl submit report --input '{}' --at 2026-11-26T03:00:00Z
                   progressctl submit reminder --input '{"user": 7}' --delay 10m
+                  progressctl submit import --input '{"file": "a.csv"}' --stall-limit 5m --stall-action retry
                   progressctl submit report --input '{}' --after 3xjggyz2 --after 4ab7k2m1 --if-dependency-fails run
                   progressctl submit --from jobs.jsonl
                   ls *.csv | jq -R -c '{input: {file: .}, idempotencyKey: .}' | progressctl submit import --from -
@@ -84,6 +87,12 @@ extension Progressctl {
         @Option(name: .long, help: ArgumentHelp("Run it after this job has finished (repeat for more; a unique prefix is enough).", valueName: "id"))
         var after: [String] = []
 
+        @Option(name: .customLong("stall-limit"), help: ArgumentHelp("Show the job as stalled once nothing in it moved for this long (30s, 5m, 2h; default: the kind's).", valueName: "duration"))
+        var stallLimit: String?
+
+        @Option(name: .customLong("stall-action"), help: ArgumentHelp("What its worker does once it is stalled: flag (the default), cancel or retry.", valueName: "flag|cancel|retry"))
+        var stallAction: String?
+
         @Option(name: .customLong("if-dependency-fails"), help: ArgumentHelp("What the job does when a job of --after fails or is cancelled: cancel (the default) or run.", valueName: "cancel|run"))
         var ifDependencyFails: String?
 
@@ -98,6 +107,7 @@ extension Progressctl {
 
         func validate() throws {
             if at != nil, delay != nil { throw ValidationError("give --at or --delay, not both") }
+            if stallAction != nil, stallLimit == nil { throw ValidationError("--stall-action goes with --stall-limit") }
             if at != nil || delay != nil, !after.isEmpty {
                 throw ValidationError("give --at or --delay, or --after: a job waits for a time or for other jobs, not both")
             }
@@ -164,6 +174,7 @@ extension Progressctl {
         func run() async throws {
             if let kind, kind.isEmpty { throw CLIError.usage("the kind must not be empty") }
             _ = try dependencyPolicy()
+            _ = try stallRule()  // refused before the database is opened: a bad value changes nothing
             if let from {
                 try await submitLines(from: from)
             } else {
@@ -172,6 +183,25 @@ extension Progressctl {
         }
 
         // MARK: One job
+
+        /// The stall rule of --stall-limit and --stall-action, checked: `nil` without them.
+        private func stallRule() throws -> StallRule? {
+            guard let stallLimit else { return nil }
+            let seconds = try InputParsing.seconds(stallLimit, option: "--stall-limit")
+            let action: StallAction
+            do {
+                action = try stallAction.map { try StallAction(parsing: $0) } ?? .flag
+            } catch {
+                throw CLIError.usage(ProgressionError.describe(error))
+            }
+            let rule = StallRule(limit: .milliseconds(Int64((seconds * 1000).rounded())), action: action)
+            do {
+                try rule.check()
+            } catch {
+                throw CLIError.usage(ProgressionError.describe(error))
+            }
+            return rule
+        }
 
         /// When the job may run, from --at or --delay: `nil` for at once.
         private func runAt(now: Date) throws -> Date? {
@@ -254,7 +284,8 @@ extension Progressctl {
             }
             let registered = try await store.checked { try await $0.registeredKinds() }
             let taskOptions = Self.options(
-                registered: registered[kind]?.options, retryable: retryable, pausable: pausable, priority: priority)
+                registered: registered[kind]?.options, retryable: retryable, pausable: pausable, priority: priority,
+                stall: try stallRule())
             var (record, events) = Self.job(
                 id: taskID, kind: kind, name: name, input: data, idempotencyKey: idempotencyKey, options: taskOptions,
                 runAt: runAt, at: now)
@@ -297,9 +328,15 @@ extension Progressctl {
         /// A kind's registered options with what the command line (or a line of `--from`) gives over them. When no
         /// executor of this database registered the kind yet, the given fields are marked so that the executor that
         /// runs the job fills in the others from its kind.
-        static func options(registered: TaskOptions?, retryable: Bool?, pausable: Bool?, priority: Int?) -> TaskOptions {
+        static func options(
+            registered: TaskOptions?, retryable: Bool?, pausable: Bool?, priority: Int?, stall: StallRule? = nil
+        ) -> TaskOptions {
             var given: Set<TaskOptions.Field> = []
             var options = registered ?? .default
+            if let stall {
+                options.stall = stall
+                given.insert(.stall)
+            }
             if let retryable {
                 options.canRetry = retryable
                 given.insert(.canRetry)
@@ -420,6 +457,7 @@ extension Progressctl {
         private func plan(
             _ jobs: [JobLine], registered: [String: TaskOptions], references: [String: String], store: OperatorStore
         ) async throws -> Plan {
+            let stall = try stallRule()
             var resolutions: [Resolution] = []
             var firstWithKey: [String: Int] = [:]
             for (index, job) in jobs.enumerated() {
@@ -456,7 +494,7 @@ extension Progressctl {
                     nextIdentifier += 1
                     let taskOptions = Self.options(
                         registered: registered[job.kind], retryable: job.retryable ?? retryable,
-                        pausable: job.pausable ?? pausable, priority: job.priority ?? priority)
+                        pausable: job.pausable ?? pausable, priority: job.priority ?? priority, stall: stall)
                     let after = (job.after ?? self.after).compactMap { references[$0] }
                     let runAt = after.isEmpty ? job.runAt.map { $0 > now ? $0 : nil } ?? commandRunAt : nil
                     if !after.isEmpty, job.runAt != nil || commandRunAt != nil {
