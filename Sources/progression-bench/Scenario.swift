@@ -49,5 +49,6 @@ struct Scenario: Sendable {
         ListLatency.scenario,
         ResidentMemory.scenario,
         SoakBench.scenario,
+        HousekeepingCost.scenario,
     ]
 }

@@ -17,13 +17,14 @@ extension ExecutionEngine {
         let action = try locked { state throws(ProgressionError) in
             try state.apply(change, to: taskID, now: now, monotonicNow: monotonicNow)
         }
-        try await carryOut(action, taskID, elsewhere: change.request)
+        try await carryOut(action, taskID, elsewhere: change.request, change: change)
     }
 
     /// Carries out what a user's change of the graph left to do (`elsewhere`: the request to make where the task is,
-    /// when it is not in memory).
+    /// when it is not in memory; `change`: the change, to make again after a hand-off).
     private func carryOut(
-        _ action: UserChangeAction, _ taskID: String, elsewhere request: ControlRequest.Action
+        _ action: UserChangeAction, _ taskID: String, elsewhere request: ControlRequest.Action,
+        change: UserChange? = nil
     ) async throws {
         switch action {
         case .elsewhere:
@@ -42,9 +43,34 @@ extension ExecutionEngine {
         case .afterHandOff(let sequence):
             // Nothing more is written for it here (a write behind the hand-off would meet another owner, or a row
             // the fleet changed): the change is made where the job is once the hand-off is committed.
-            // Its commit settles the root: it has left memory by the time the wait returns.
             try await waitForCommit(sequence)
-            try await changeElsewhere(taskID, request)
+            if let change {
+                try await changeAfterHandOff(change, taskID)
+            } else {
+                try await changeElsewhere(taskID, request)
+            }
+        }
+    }
+
+    /// Makes a change that met its job being handed to the fleet, once the hand-off is committed (the root has left
+    /// memory then), where the job is now: by its new owner, or in the store — or here again, when this executor's
+    /// own claim took it back: then in memory once the claim has loaded it (a change in the store under a claim
+    /// being loaded would be overwritten by the loaded copy's start).
+    ///
+    /// - Throws: as ``change(_:_:)``; ``ProgressionError/refusedByOwner(taskID:owner:reason:)`` when this executor's
+    ///   claim has not loaded it within ``TaskExecutor/Configuration/controlAnswerTimeout``.
+    private func changeAfterHandOff(_ change: UserChange, _ taskID: String) async throws {
+        let deadline = ContinuousClock.now + configuration.controlAnswerTimeout
+        while true {
+            if locked({ $0.node(id: taskID) != nil }) { return try await self.change(change, taskID) }
+            guard let stored = try await store.task(id: taskID) else { throw ProgressionError.notFound(taskID: taskID) }
+            let owner = stored.isRoot ? stored.ownerID : try await store.task(id: stored.rootID)?.ownerID
+            guard owner == ownerID else { return try await changeElsewhere(taskID, change.request) }
+            guard ContinuousClock.now < deadline else {
+                throw ProgressionError.refusedByOwner(
+                    taskID: taskID, owner: ownerID, reason: "its claim by this executor was not loaded in time")
+            }
+            try await Task.sleep(for: .milliseconds(5))
         }
     }
 

@@ -135,9 +135,12 @@ extension ExecutionEngine {
                 effects += state.rehydrate(
                     tree, previousOwner: claimed.previousOwner, body: body, kindOptions: kindOptions, owner: ownerID,
                     now: now, maxInterruptions: configuration.maxInterruptions, clock: clock)
-            } else if let known = state.node(id: claimed.id), known.phase == .running, known.runTask != nil {
+            } else if let known = state.node(id: claimed.id),
+                (known.phase == .running && known.runTask != nil) || known.handOffSequence != nil
+            {
                 // Its previous run here is still ending (it gave its slot back to wait, and what it waited for
-                // happened at once): it is loaded afresh once that run has settled.
+                // happened at once), or its hand-off to the fleet committed and has not settled yet: it is loaded
+                // afresh once that has settled.
                 known.reclaimed = true
             } else if let known = state.node(id: claimed.id) {
                 // A job of this worker's queue that the claim took in the store: it is this worker's now.

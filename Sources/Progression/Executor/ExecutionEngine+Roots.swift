@@ -584,6 +584,10 @@ extension GraphState {
                 } else {
                     try transition(node, .release, by: .system, now: now, silent: true)
                 }
+            case (.success(let data), .handedOff?) where node.isRoot && node.record.status == .pending:
+                // Resumed to be handed off, its code returned all the same: the job completed here.
+                try transition(node, .resumeRun, by: .system, now: now)
+                try transition(node, .complete(result: data), by: .system, now: now)
             case (.success(let data), _):
                 try transition(node, .complete(result: data), by: .system, now: now)
             case (.failure, .timedOut(let timeout)?) where stop?.own == true:

@@ -132,6 +132,39 @@ struct HandOffTests {
         await database.closeAll()
     }
 
+    /// A job whose code, stopped to be handed off, returns all the same has completed where it ran.
+    @Test(arguments: StoreKind.allCases)
+    func aJobWhoseCodeReturnsWhenStoppedForTheHandOffCompletesWhereItRan(kind: StoreKind) async throws {
+        let database = try SharedDatabase(kind)
+        let producer = try database.producer()
+        let first = Gate()
+        let second = Gate()
+        let a = try database.worker(slots: 1)
+        try a.register("stubborn", input: Int.self, output: String.self, options: .interactive) { n, context in
+            if n == 2 {
+                await second.wait()
+                return "other"
+            }
+            await first.wait()
+            try? await context.report(.progress(0.5))  // stopped while paused: it returns anyway
+            return "a"
+        }
+        try await a.start()
+        let job = try await a.submit("stubborn", input: 1)
+        try await a.waitForStatus(job, .running)
+        try await a.pause(taskID: job)
+        first.open()
+        let other = try await a.submit("stubborn", input: 2)
+        try await a.waitForStatus(other, .running)
+        try await a.resume(taskID: job)
+        let done = try await producer.wait(for: job, timeout: .seconds(120))
+        #expect(done.status == .completed && done.result == Data(#""a""#.utf8), "\(done)")
+        second.open()
+        _ = try await producer.wait(for: other, timeout: .seconds(120))
+        await a.shutdown()
+        await database.closeAll()
+    }
+
     /// A closure task (which no other worker can run) resumed while its executor has no free slot waits for one there.
     @Test func aClosureTaskResumedWithoutAFreeSlotWaitsForOneOnItsExecutor() async throws {
         let executor = try TaskExecutor(

@@ -16,6 +16,7 @@ struct TimerFiringTests {
 
         init(status: TaskStatus = .running, timeout: Duration? = nil, slotTaken: Bool = false, kind: String? = "job") {
             state = GraphState.alone(slots: 1)
+            state.schedulerEnabled = true  // a started executor: it claims, so it may hand jobs to the fleet
             var options = TaskOptions.interactive
             options.timeout = timeout
             root = state.addRoot(
@@ -118,6 +119,23 @@ struct TimerFiringTests {
             #expect(graph.root.record.ownerID == nil, "released in the store")
             #expect(graph.state.endedRuns.map(\.run.forget) == [true], "it leaves memory once that is committed")
         }
+    }
+
+    /// A root queued for a kind paused here does not hold the free slot: a due retry of another kind runs on it.
+    @Test func aDueRetryTakesAFreeSlotThatAPausedKindsQueuedRootCannot() {
+        var graph = Graph(status: .pending)
+        graph.state.pausedKinds = ["held"]
+        let queued = graph.state.addRoot(
+            TaskRecord(id: "queued", name: "queued", kind: "held", status: .pending, ownerID: "owner",
+                createdAt: Date(timeIntervalSince1970: 500)),
+            stored: true)
+        queued.body = { _ in nil }
+        graph.state.enqueue(queued)
+        graph.root.phase = .delayed
+        _ = graph.state.timers.add(.retry(graph.root.handle), at: .seconds(10))
+        let fired = graph.fire(at: .seconds(10))
+        #expect(fired.dispatch.launches == [graph.root.handle], "it starts here")
+        #expect(graph.root.handOffSequence == nil)
     }
 
     /// A closure task due for its retry while no slot is free waits in the queue: no other worker can run it.

@@ -51,6 +51,7 @@ struct UserChangeTests {
         /// `kind`: the root's job kind; `nil`, a closure task (which only this executor can run).
         init(_ start: Start, options: TaskOptions = .interactive, kind: String? = "job") {
             state = GraphState.alone(slots: 1)
+            state.schedulerEnabled = true  // a started executor: it claims, so it may hand jobs to the fleet
             let created = Date(timeIntervalSince1970: 1_000)
             func record(_ id: String, _ status: TaskStatus) -> TaskRecord {
                 TaskRecord(
@@ -190,6 +191,15 @@ struct UserChangeTests {
         #expect(
             graph.apply(.resume) == Outcome(action: "commit", status: .pending, phase: .queued, holdsSlot: false))
         #expect(graph.root.stopReason == nil && graph.root.waitsForSlot)
+    }
+
+    /// An executor that was never started claims nothing: a resumed job waits for its slot there.
+    @Test func anExecutorThatDoesNotClaimKeepsItsResumedJob() {
+        var graph = Graph(.suspendedSlotTaken)
+        graph.state.schedulerEnabled = false
+        #expect(
+            graph.apply(.resume) == Outcome(action: "commit", status: .pending, phase: .queued, holdsSlot: false))
+        #expect(graph.root.stopReason == nil)
     }
 
     /// A resumed job handed to the fleet is stopped as handed off, its code kept paused until it ends; any change

@@ -40,7 +40,8 @@ extension GraphState {
                     continue
                 }
                 let held = node.record.kind.map { pausedKinds.contains($0) } ?? false
-                if runQueue.unclaimedSlots == 0 || held, mayHandOff(node), handOff(node, now: now) {
+                // Every slot runs a root (queued roots of a paused kind do not count: they cannot take one).
+                if !runQueue.hasFreeSlot || held, mayHandOff(node), handOff(node, now: now) {
                     // Due while no slot is free here (or its kind is paused): the fleet runs it.
                     continue
                 }

@@ -118,7 +118,8 @@ extension GraphState {
     /// kind, which any worker that registered it can continue from its checkpoint and completed steps; a closure task
     /// runs only here, and waits for a slot of this executor.
     func mayHandOff(_ node: TaskNode) -> Bool {
-        node.isRoot && node.record.kind != nil && node.body != nil && !isShutDown
+        // An executor whose scheduler does not run (never started) claims nothing: it keeps its jobs.
+        node.isRoot && node.record.kind != nil && node.body != nil && !isShutDown && schedulerEnabled
     }
 
     /// Gives to the fleet a root with no code under way (a job whose retry is due while no slot is free here): it is
