@@ -54,7 +54,14 @@ package final class SQLiteConnection {
     let handle: OpaquePointer
     /// Interrupts the statement running on this connection from any thread.
     package let interruptHandle: SQLiteInterruptHandle
-    private var statementCache: [String: SQLiteStatement] = [:]
+    /// Prepared statements by SQL text, each with when it was last used (``statementUses``): at most
+    /// ``statementCacheCapacity``, the least recently used dropped first (a dropped statement is finalized once no
+    /// caller holds it). Unbounded, it grew for the life of the connection with every distinct text — a list of
+    /// `?` of each length a batch happened to have — by about 100 bytes a job over a soak of a million jobs.
+    private var statementCache: [String: (statement: SQLiteStatement, used: UInt64)] = [:]
+    private var statementUses: UInt64 = 0
+    /// How many prepared statements a connection keeps: every fixed text the library runs, with room to spare.
+    package static let statementCacheCapacity = 256
     private var transactionDepth = 0
     /// Set by ``checkpointAfterCommits(handOff:inline:handOffNeeded:)``; SQLite points at it until the connection
     /// closes.
@@ -565,11 +572,23 @@ package final class SQLiteConnection {
 
     /// A prepared statement kept for the life of the connection, for SQL that runs often.
     package func cachedStatement(_ sql: String) throws -> SQLiteStatement {
-        if let statement = statementCache[sql] { return statement }
+        statementUses &+= 1
+        if let cached = statementCache[sql] {
+            statementCache[sql] = (cached.statement, statementUses)
+            return cached.statement
+        }
         let statement = try prepare(sql, persistent: true)
-        statementCache[sql] = statement
+        if statementCache.count >= Self.statementCacheCapacity,
+            let oldest = statementCache.min(by: { $0.value.used < $1.value.used })?.key
+        {
+            statementCache.removeValue(forKey: oldest)
+        }
+        statementCache[sql] = (statement, statementUses)
         return statement
     }
+
+    /// How many prepared statements the connection keeps now.
+    package var cachedStatementCount: Int { statementCache.count }
 
     /// Runs SQL text that may hold several statements, each in turn (a migration file), walking the tail pointer.
     package func execute(_ sql: String) throws {

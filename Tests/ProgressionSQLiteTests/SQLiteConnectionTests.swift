@@ -28,6 +28,29 @@ struct SQLiteConnectionTests {
         #expect(try full.scalarInt("PRAGMA synchronous") == 2)  // FULL
     }
 
+    /// The prepared statements a connection keeps are bounded: SQL texts that differ by their number of `?` (a batch's
+    /// list of ids) would otherwise each stay prepared for the life of the connection. The least recently used goes
+    /// first; a statement a caller holds stays usable after the cache dropped it.
+    @Test func theStatementCacheKeepsAtMostItsCapacityLeastRecentlyUsedFirst() throws {
+        try withConnection { connection, _ in
+            try connection.execute("CREATE TABLE t (x INTEGER)")
+            let held = try connection.cachedStatement("INSERT INTO t (x) VALUES (?)")
+            let capacity = SQLiteConnection.statementCacheCapacity
+            for count in 1...(capacity * 3) {
+                let list = Array(repeating: "?", count: count).joined(separator: ", ")
+                _ = try connection.query("SELECT count(*) FROM t WHERE x IN (\(list))", Array(repeating: .integer(1), count: count)) {
+                    $0.int64(at: 0)
+                }
+                // A text used all along is never the least recently used.
+                _ = try connection.scalarInt("SELECT count(*) FROM t")
+                #expect(connection.cachedStatementCount <= capacity)
+            }
+            #expect(connection.cachedStatementCount == capacity)
+            try held.execute([.integer(7)])
+            #expect(try connection.scalarInt("SELECT count(*) FROM t") == 1)
+        }
+    }
+
     @Test func everyStorageClassRoundTripsThroughBindAndColumns() throws {
         try withConnection { connection, _ in
             try connection.execute("CREATE TABLE t (i INTEGER, r REAL, s TEXT, b BLOB, n ANY) STRICT")

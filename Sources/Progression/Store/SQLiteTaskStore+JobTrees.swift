@@ -72,9 +72,10 @@ extension SQLiteTaskStore {
             let others = Array(Set(dependencies.map(\.dependsOn)).subtracting(new)).sorted()
             var found: [String: Bool] = [:]
             for chunk in others.chunked(500) {
+                let (list, ids) = Self.idList(chunk)
                 for (id, isRoot) in try connection.query(
-                    "SELECT id, parent_id IS NULL FROM tasks WHERE id IN (\(Self.placeholders(chunk.count)))",
-                    chunk.map { .text($0) }, { ($0.text(at: 0), $0.int64(at: 1) != 0) })
+                    "SELECT id, parent_id IS NULL FROM tasks WHERE id IN \(list)", ids,
+                    { ($0.text(at: 0), $0.int64(at: 1) != 0) })
                 {
                     found[id] = isRoot
                 }
@@ -186,11 +187,18 @@ extension SQLiteTaskStore {
     /// Deletes what a removed job leaves besides its tree: its dependencies and signals (its dependents keep theirs,
     /// and are looked at again: a removed dependency counts as cancelled).
     func deleteJobTreeRows(of rootID: String, at now: Date, connection: SQLiteConnection) throws {
-        try connection.execute("DELETE FROM job_dependencies WHERE job_id = ?", [.text(rootID)])
-        try connection.execute("DELETE FROM signals WHERE job_id = ?", [.text(rootID)])
-        if try connection.scalarInt("SELECT 1 FROM job_dependencies WHERE depends_on = ? LIMIT 1", [.text(rootID)]) != nil {
-            try queue([TreeChange(rootID, .dependents)], at: now, connection: connection)
-        }
+        try deleteJobTreeRows(of: [rootID], at: now, connection: connection)
+    }
+
+    /// ``deleteJobTreeRows(of:at:connection:)`` for many roots at once (at most 500: one statement each).
+    func deleteJobTreeRows(of rootIDs: [String], at now: Date, connection: SQLiteConnection) throws {
+        guard !rootIDs.isEmpty else { return }
+        let (list, ids) = Self.idList(rootIDs)
+        try connection.execute("DELETE FROM job_dependencies WHERE job_id IN \(list)", ids)
+        try connection.execute("DELETE FROM signals WHERE job_id IN \(list)", ids)
+        let dependedOn = try connection.query(
+            "SELECT DISTINCT depends_on FROM job_dependencies WHERE depends_on IN \(list)", ids) { $0.text(at: 0) }
+        try queue(dependedOn.map { TreeChange($0, .dependents) }, at: now, connection: connection)
     }
 }
 
@@ -211,7 +219,8 @@ struct SQLiteJobTreeReader: JobTreeReading {
     func records(_ ids: [String]) throws -> [TaskRecord] {
         var found: [TaskRecord] = []
         for chunk in ids.chunked(500) {
-            found += try select("WHERE id IN (\(SQLiteTaskStore.placeholders(chunk.count)))", chunk.map { .text($0) })
+            let (list, values) = SQLiteTaskStore.idList(chunk)
+            found += try select("WHERE id IN \(list)", values)
         }
         return found
     }
@@ -219,12 +228,9 @@ struct SQLiteJobTreeReader: JobTreeReading {
     func links(ofChildren ids: [String]) throws -> [TaskRecord] {
         var found: [TaskRecord] = []
         for chunk in ids.chunked(500) {
+            let (list, values) = SQLiteTaskStore.idList(chunk)
             found += try select(
-                """
-                INDEXED BY tasks_link_of_child
-                WHERE child_job_id IS NOT NULL AND child_job_id IN (\(SQLiteTaskStore.placeholders(chunk.count)))
-                """,
-                chunk.map { .text($0) })
+                "INDEXED BY tasks_link_of_child WHERE child_job_id IS NOT NULL AND child_job_id IN \(list)", values)
         }
         return found
     }
@@ -254,11 +260,12 @@ struct SQLiteJobTreeReader: JobTreeReading {
     private func dependencies(_ column: String, _ ids: [String]) throws -> [JobDependency] {
         var found: [JobDependency] = []
         for chunk in ids.chunked(500) {
+            let (list, values) = SQLiteTaskStore.idList(chunk)
             found += try connection.query(
                 """
                 SELECT job_id, depends_on, on_failure FROM job_dependencies
-                WHERE \(column) IN (\(SQLiteTaskStore.placeholders(chunk.count))) ORDER BY job_id, depends_on
-                """, chunk.map { .text($0) }
+                WHERE \(column) IN \(list) ORDER BY job_id, depends_on
+                """, values
             ) { row in
                 JobDependency(
                     jobID: row.text(at: 0), dependsOn: row.text(at: 1),

@@ -14,6 +14,18 @@ extension SQLiteTaskStore {
         Array(repeating: "?", count: count).joined(separator: ", ")
     }
 
+    /// The text and values of `IN (…)` over `ids` (at most 512), its length rounded up to a power of two (at least 8)
+    /// with NULLs, which match nothing: a statement is prepared once per length kept by the connection, so a list of
+    /// each length a batch happens to have would each stay prepared (`NOT IN` must not use it: a NULL there matches
+    /// nothing either way).
+    static func idList(_ ids: some Collection<String>) -> (sql: String, values: [SQLiteValue]) {
+        precondition(ids.count <= 512, "at most 512 ids a list")
+        var length = 8
+        while length < ids.count { length *= 2 }
+        let values = ids.map { SQLiteValue.text($0) } + Array(repeating: SQLiteValue.null, count: length - ids.count)
+        return ("(\(placeholders(length)))", values)
+    }
+
     /// The JSON of a task's options; tasks share a few option sets, so each is encoded once.
     func encodedOptions(_ options: TaskOptions) throws -> String {
         if let cached = encodedOptions[options] { return cached }
