@@ -14,13 +14,12 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .library(name: "Progression", targets: ["Progression"]),
+        // What a package that depends on this one may use: the operator's tool, the demo, and the benchmark (to
+        // measure on one's own hardware). The test tools (crash, fault, fleet, chaos) and the console's benchmark are
+        // executable targets only: this package's own `swift run`, `swift build --product` and tests reach them, no
+        // dependent sees them.
         .executable(name: "progressctl", targets: ["progressctl"]),
-        .executable(name: "progression-crash-test", targets: ["progression-crash-test"]),
-        .executable(name: "progression-fault-test", targets: ["progression-fault-test"]),
-        .executable(name: "progression-fleet-test", targets: ["progression-fleet-test"]),
-        .executable(name: "progression-chaos-test", targets: ["progression-chaos-test"]),
         .executable(name: "progression-bench", targets: ["progression-bench"]),
-        .executable(name: "progression-console-bench", targets: ["progression-console-bench"]),
         .executable(name: "progression-demo", targets: ["progression-demo"]),
         // The same store on PostgreSQL, for executors on several hosts. Built only with the `PostgreSQL` trait.
         .library(name: "ProgressionPostgres", targets: ["ProgressionPostgres"]),

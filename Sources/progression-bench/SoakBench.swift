@@ -1,3 +1,4 @@
+import CSQLite
 import Foundation
 import Progression
 import Synchronization
@@ -81,7 +82,8 @@ enum SoakBench {
                     context.log(
                         "soak, \(database.name): \(FigureFormat.number(Double(done.load(ordering: .relaxed)))) done, "
                             + "RSS \(String(format1: rss / 1024, decimals: 1)) MB (anonymous "
-                            + "\(String(format1: anon / 1024, decimals: 1)) MB)")
+                            + "\(String(format1: anon / 1024, decimals: 1)) MB, of which SQLite's allocations "
+                            + "\(String(format1: Double(sqlite3_memory_used()) / 1_048_576, decimals: 1)) MB)")
                 }
             }
             await finished.wait()

@@ -54,6 +54,23 @@ import Testing
         #expect(lines(result.stdout).first?.hasPrefix("d1 scheduled ") == true, "\(result.stdout)")
     }
 
+    /// Issue 37: a running job past its stall limit reads as stalled in watch as in list.
+    @Test func aStalledJobIsShownAsStalled() async throws {
+        let fixture = try Fixture()
+        var hung = TaskRecord(
+            id: "h1", name: "hung", kind: "import", input: Data("{}".utf8),
+            options: TaskOptions.interactive.stallLimit(.seconds(30)), status: .running, progress: 0.3,
+            createdAt: Date().addingTimeInterval(-600), startedAt: Date().addingTimeInterval(-600))
+        hung.updatedAt = Date().addingTimeInterval(-120)
+        try await fixture.store.insert([hung], events: [])
+        let watch = try CLI.start(["--db", fixture.path, "watch", "h1"], in: fixture.directory)
+        #expect(await eventually { watch.stdout.contains("h1 stalled ") }, "\(watch.stdout)")
+        try await finish("h1", .completed, in: fixture)
+        let result = try await watch.outcome(timeout: .seconds(120))
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(lines(result.stdout).first?.hasPrefix("h1 stalled ") == true, "\(result.stdout)")
+    }
+
     @Test func withAllItPrintsTheChangesOfEveryTaskOfTheTree() async throws {
         let fixture = try Fixture()
         let root = try await fixture.root("w2", status: .running, progress: 0.1, step: "load")
