@@ -1,6 +1,6 @@
 -- Progression schema 7: versions across deploys (issue 37). A job of a kind that declares a version records the
--- version it began under (of the worker that submitted it, or that first claimed it); a worker continues it only under
--- a version that can (the same, or one its kind declares it continues). NULL: any version continues it.
+-- version it began under (of the worker that first started it, written with that start); a worker continues it only
+-- under a version that can (the same, or one its kind declares it continues). NULL: any version continues it.
 -- Each owner records its kinds' versions (a JSON object by kind: name, continues, otherwise), so that doctor can say
 -- which versions wait for which workers.
 

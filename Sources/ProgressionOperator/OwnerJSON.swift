@@ -21,6 +21,14 @@ package struct OwnerJSON: Encodable, Sendable, Equatable {
     package var kinds: [String]
     /// The kinds it registered (it runs jobs of those only); `null` when not recorded (an older worker).
     @Null package var registered: [String]?
+    /// The versions of its kinds that declare one (`"3 (continues 2)"`), by kind: it runs a job of such a kind only
+    /// when its version can continue the job's (``JobVersion``); `null` when not recorded (an older worker).
+    @Null package var versions: [String: String]?
+
+    /// Its registered kinds as the console shows them: each with its version, when it declares one.
+    package var kindsWithVersions: [String] {
+        (registered ?? kinds).map { kind in versions?[kind].map { "\(kind) \($0)" } ?? kind }
+    }
 }
 
 extension OperatorStore {
@@ -52,7 +60,7 @@ extension OperatorStore {
                 heartbeatAgeSeconds: max(0, (now.timeIntervalSince(owner.heartbeatAt) * 10).rounded() / 10),
                 stoppedAt: owner.stoppedAt, liveness: liveness.description, alive: liveness.isAlive,
                 running: running[owner.id] ?? 0, paused: paused[owner.id] ?? 0, kinds: (kinds[owner.id] ?? []).sorted(),
-                registered: owner.kinds?.sorted())
+                registered: owner.kinds?.sorted(), versions: owner.versions?.mapValues(\.description))
         }.sorted { ($0.alive ? 0 : 1, $0.startedAt, $0.id) < ($1.alive ? 0 : 1, $1.startedAt, $1.id) }
     }
 

@@ -38,8 +38,10 @@ struct BatchCall: PostgresPreparedStatement {
         $0.rawValue <= TaskTableColumn.rate.rawValue || $0 == .version
     }
 
-    /// The columns of ``procedureColumns`` an update may write, in binding order.
-    static let procedureUpdatable = TaskTableColumn.updatable.filter { $0.rawValue <= TaskTableColumn.rate.rawValue }
+    /// The columns of ``procedureColumns`` an update may write, in binding order (the version last: its bit is).
+    static let procedureUpdatable = TaskTableColumn.updatable.filter {
+        $0.rawValue <= TaskTableColumn.rate.rawValue || $0 == .version
+    }
 
     /// The column sets the procedure writes (each a bit of its mask).
     static let procedureWritable: TaskColumns = TaskColumns.all.subtracting([.waiting, .link])

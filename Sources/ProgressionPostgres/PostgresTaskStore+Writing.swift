@@ -469,20 +469,9 @@ extension PostgresTaskStore {
                 ? "\(Self.columns), EXISTS (SELECT 1 FROM \(names.tasks) WHERE root_id = root.id AND parent_id IS NOT NULL)"
                 : "id"
             let columnCount = Self.columnCount
-            // A job of a kind with a version that recorded none records the claimer's.
-            var takeBindings = bindings(newOwner, chunk.map(\.id))
-            var versionAssignment = ""
-            if !claim.versions.isEmpty {
-                let versions = claim.versions.sorted { $0.key < $1.key }
-                takeBindings.append(versions.map(\.key))
-                takeBindings.append(versions.map(\.value.name))
-                versionAssignment = ", version = coalesce(root.version, (SELECT v.version FROM "
-                    + "unnest($3::text[], $4::text[]) AS v(kind, version) WHERE v.kind = root.kind))"
-            }
             let taken = try await rows(
-                "UPDATE \(names.tasks) AS root SET owner_id = $1\(versionAssignment) WHERE id = ANY($2::text[]) "
-                    + "RETURNING \(returning)",
-                takeBindings, connection: connection
+                "UPDATE \(names.tasks) AS root SET owner_id = $1 WHERE id = ANY($2::text[]) RETURNING \(returning)",
+                bindings(newOwner, chunk.map(\.id)), connection: connection
             ) { row -> TaskRecord? in
                 guard claim.readsTrees else { return nil }
                 let hasSubtasks = try row.makeRandomAccess()[columnCount].decode(Bool.self)

@@ -45,7 +45,9 @@ import Testing
                 missed: .skip, nextFireAt: runAt, lastFireAt: start, lastJobID: "s-1", updatedAt: now)],
             at: now)
         try await fixture.store.saveOwner(
-            OwnerRecord(id: "worker-1", host: "batch-7", pid: 4242, startedAt: now, heartbeatAt: now, kinds: ["report"]))
+            OwnerRecord(
+                id: "worker-1", host: "batch-7", pid: 4242, startedAt: now, heartbeatAt: now, kinds: ["report"],
+                versions: ["report": JobVersion("3", continues: ["2"])]))
         try await fixture.test { client in
             let (_, listed) = try await client.json("/tasks?name=partial")
             let row = try #require((listed["tasks"] as? [[String: Any]])?.first)
@@ -72,9 +74,11 @@ import Testing
             #expect(kind["maxConcurrent"] as? Int == 2 && kind["paused"] as? Bool == true && kind["workers"] as? Int == 1)
             let owner = try #require((overview["owners"] as? [[String: Any]])?.first { $0["id"] as? String == "worker-1" })
             #expect(owner["registered"] as? [String] == ["report"])
+            #expect(owner["versions"] as? [String: String] == ["report": "3 (continues 2)"], "the versions it runs")
             let page = text(try await client.get("/"))
             #expect(page.contains("<tr><td>nightly &lt;b&gt;report&lt;/b&gt;</td><td>report</td><td class=\"id\">0 3 * * *</td>"))
             #expect(page.contains("at most 2 at once</td><td>paused since"))
+            #expect(page.contains("<td>report 3 (continues 2)</td></tr>"), "each worker's kinds with their versions")
 
             let ran = try await client.post("/tasks/s-1", form: [("action", "run-now")], accept: "application/json", headers: bearer)
             #expect(ran.status == .ok, "\(text(ran))")

@@ -185,6 +185,7 @@ struct BatchCallTests {
         after.waitingProgress = 0.5
         after.share = 0.5
         after.awaited = true
+        after.version = "2"  // migration 0007: written with a job's first start, through the procedure
         #expect(TaskColumns.changed(from: before, to: after) == .all)
         try await store.insert([before], events: [])
         let result = try await store.apply(TaskBatch(updates: [TaskUpdate(after, columns: column)], owner: "o"))

@@ -1,12 +1,12 @@
 -- Progression on PostgreSQL, schema 7: what SQLite's migration 0007 adds — the version a job began under, and each
--- owner's kinds' versions (see migrations/0007_job_versions.sql). apply_batch (migration 0005) inserts the version
--- with a new row: a worker's own submits of a versioned kind record it in the batch that starts them. Its parameters
--- gain the inserts' versions (after their rates), so the procedure is dropped and made again; its answer is the same.
+-- owner's kinds' versions (see migrations/0007_job_versions.sql). apply_batch gains the inserts' and updates' versions
+-- (after their rates, and after the updates' options; mask bit 1048576), so that the start that records a job's
+-- version stays one round trip. The new signature is a procedure of its own: the one of migration 0005 stays, so that
+-- a worker of the previous release still running during a rolling deploy goes on writing through it (its rows get
+-- no version: any version continues them). A later migration drops it.
 
 ALTER TABLE tasks ADD COLUMN version text COLLATE "C";
 ALTER TABLE owners ADD COLUMN versions text;
-
-DROP PROCEDURE apply_batch;  -- the only one of its name: its old parameter list need not be spelled out
 
 CREATE PROCEDURE apply_batch(
     p_owner text, p_session text, p_batch bigint, p_after bigint, p_acknowledged bigint, p_now bigint,
@@ -22,7 +22,7 @@ CREATE PROCEDURE apply_batch(
     u_weight double precision[], u_attempt integer[], u_interruptions integer[], u_error_type text[],
     u_error_description text[], u_result bytea[], u_checkpoint bytea[], u_owner_id text[], u_priority integer[],
     u_started_at bigint[], u_updated_at bigint[], u_finished_at bigint[], u_next_attempt_at bigint[],
-    u_total double precision[], u_rate double precision[], u_options text[],
+    u_total double precision[], u_rate double precision[], u_options text[], u_version text[],
     e_task_id text[], e_root_id text[], e_kind text[], e_at bigint[], e_attempt integer[],
     e_progress double precision[], e_message text[], e_error_type text[],
     INOUT r_applied boolean, INOUT r_rejected text[], INOUT r_conflicting text[])
@@ -78,13 +78,14 @@ BEGIN
             next_attempt_at = CASE WHEN (u.mask & 16384) <> 0 THEN u.next_attempt_at ELSE t.next_attempt_at END,
             total = CASE WHEN (u.mask & 32768) <> 0 THEN u.total ELSE t.total END,
             rate = CASE WHEN (u.mask & 65536) <> 0 THEN u.rate ELSE t.rate END,
-            options = CASE WHEN (u.mask & 131072) <> 0 THEN u.options ELSE t.options END
+            options = CASE WHEN (u.mask & 131072) <> 0 THEN u.options ELSE t.options END,
+            version = CASE WHEN (u.mask & 1048576) <> 0 THEN u.version ELSE t.version END
         FROM unnest(u_id, u_root_id, u_mask, u_status, u_progress, u_step, u_weight, u_attempt, u_interruptions,
             u_error_type, u_error_description, u_result, u_checkpoint, u_owner_id, u_priority, u_started_at,
-            u_updated_at, u_finished_at, u_next_attempt_at, u_total, u_rate, u_options)
+            u_updated_at, u_finished_at, u_next_attempt_at, u_total, u_rate, u_options, u_version)
             AS u(id, root_id, mask, status, progress, step, weight, attempt, interruptions, error_type,
                 error_description, result, checkpoint, owner_id, priority, started_at, updated_at, finished_at,
-                next_attempt_at, total, rate, options)
+                next_attempt_at, total, rate, options, version)
         WHERE t.id = u.id AND u.root_id IN (SELECT a.id FROM allowed a)
         RETURNING t.id, t.parent_job_id, t.finished_at, u.mask),
     unwritten AS MATERIALIZED (

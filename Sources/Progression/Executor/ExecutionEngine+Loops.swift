@@ -276,8 +276,10 @@ extension ExecutionEngine {
                 let known = locked { $0.node(id: request.taskID) != nil }
                 switch request.action {
                 case .retry:
-                    if !known { try await loadForRetry(request.taskID) }
-                    try await retry(request.taskID)
+                    // A job this worker's version leaves is retried in the store, for a worker that can continue it.
+                    var loaded = known
+                    if !known { loaded = try await loadForRetry(request.taskID) }
+                    if loaded { try await retry(request.taskID) }
                 case .remove: try await remove(request.taskID, force: true)
                 case _ where !known:
                     // Not in memory (it was dropped, or it left when it slept): changed in the store, as by an

@@ -173,11 +173,19 @@ extension ExecutionEngine {
     /// tree over from its owner (compare-and-set) and loads it.
     ///
     /// - Throws: `notFound`, `notRetryable`.
-    func loadForRetry(_ taskID: String) async throws {
+    /// A job that a version this worker's code cannot continue began, of a kind that leaves such jobs, is not taken:
+    /// it is retried in the store, unowned, for a worker whose version can (returns `false`: nothing more to do here).
+    func loadForRetry(_ taskID: String) async throws -> Bool {
         guard let stored = try await store.task(id: taskID) else { throw ProgressionError.notFound(taskID: taskID) }
         _ = try TaskLifecycle.outcome(
             of: .retry, status: stored.status, options: stored.options, isRoot: stored.isRoot,
             hasKind: stored.kind != nil, taskID: taskID, by: .user)
+        if let kind = stored.kind, let version = registry.kind(kind)?.version, version.otherwise == .leave,
+            !version.canContinue(stored.version)
+        {
+            try await changeInStore(taskID, .retry, expecting: stored)
+            return false
+        }
         guard let body = registry.body(for: stored) else {
             throw ProgressionError.notRetryable(
                 taskID: taskID,
@@ -195,6 +203,7 @@ extension ExecutionEngine {
                     tree, previousOwner: nil, body: body, owner: ownerID, now: now,
                     maxInterruptions: configuration.maxInterruptions, clock: clock)
             })
+        return true
     }
 }
 

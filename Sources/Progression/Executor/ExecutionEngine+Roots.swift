@@ -502,6 +502,7 @@ extension GraphState {
                 node.record.ownerID = ownerID
                 markDirty(node, .owner)
             }
+            let firstStart = node.record.startedAt == nil
             do {
                 try transition(node, .start, by: .system, now: now)
             } catch {
@@ -509,6 +510,11 @@ extension GraphState {
                 runQueue.release(handle)
                 dispatch.effects += setIdle(node)
                 continue
+            }
+            if firstStart, node.record.version == nil, let kind = node.record.kind, let version = kindVersions[kind] {
+                // The version of its kind's code it begins under, written with its start (``JobVersion``).
+                node.record.version = version
+                markDirty(node, .version)
             }
             node.stopReason = nil
             node.phase = .running

@@ -84,6 +84,7 @@ extension TaskExecutor {
                 }
                 return try await body(input, context)
             })
+        if let version { engine.locked { $0.kindVersions[kind] = version.name } }
     }
 
     /// The options a job kind was registered with, or `nil` when it is not registered here.
@@ -147,7 +148,6 @@ extension TaskExecutor {
         var record = TaskRecord(
             id: id, name: jobOptions.name ?? kind, kind: kind, input: data, idempotencyKey: idempotencyKey,
             options: options, status: .pending, ownerID: nil, createdAt: now)
-        record.version = job.version?.name
         record.nextAttemptAt = try jobOptions.runAt(now: now)
         let dependencies = try jobOptions.dependencies(of: &record)
         if record.nextAttemptAt != nil || job.maxConcurrent != nil {
@@ -228,10 +228,9 @@ extension TaskExecutor {
                 seenKeys[key] = roots.count
             }
             let data = try JobInputLimit.encode(input, kind: kind, limit: engine.configuration.maxInputBytes)
-            var record = TaskRecord(
+            let record = TaskRecord(
                 id: try await engine.identifiers.next(), name: kind, kind: kind, input: data, idempotencyKey: key,
                 options: options ?? job.options, status: .pending, ownerID: nil, createdAt: now)
-            record.version = job.version?.name
             ids.append(record.id)
             roots.append(NewRoot(record: record, body: { context in try await job.run(data, context) }))
         }

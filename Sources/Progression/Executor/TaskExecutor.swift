@@ -282,7 +282,8 @@ public actor TaskExecutor {
     @discardableResult
     public func retry(taskID: String) async throws -> String {
         if engine.state.withLock({ $0.node(id: taskID) == nil }) {
-            try await engine.loadForRetry(taskID)
+            // A job this worker's version leaves is retried in the store, for a worker that can continue it.
+            guard try await engine.loadForRetry(taskID) else { return taskID }
         }
         try await engine.retry(taskID)
         return taskID

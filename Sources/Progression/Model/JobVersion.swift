@@ -6,10 +6,10 @@ import Foundation
 /// A job keeps its completed steps' results and its checkpoint across a crash or a deploy, matched by step name. Code
 /// that renamed, reordered or changed the meaning of its steps would reuse results that no longer fit. A kind that
 /// declares a version makes every job of it record the version it began under (``TaskRecord/version``): the version
-/// of the worker that submitted it, or, for a job submitted by a process that did not register the kind (a
-/// ``JobClient``, `progressctl submit`, a schedule), of the first worker that claimed it. A worker then continues a
-/// job only under a compatible version — the same, or one of ``continues`` — and otherwise does what ``otherwise``
-/// says: leaves the job in the store for a worker that can, or fails it with ``IncompatibleJobVersionError``.
+/// of the worker that first started it, written with that start. A worker then continues a job that began — after a
+/// crash, a deploy, a pause handed to the fleet, a retry — only under a compatible version (the same, or one of
+/// ``continues``), and otherwise does what ``otherwise`` says: leaves the job in the store for a worker that can (a
+/// retry asked of it is made in the store, for such a worker), or fails it with ``IncompatibleJobVersionError``.
 ///
 /// A job begun by a kind without a version, or submitted before its kind had one, continues under any version; a kind
 /// without a version continues any job.

@@ -80,8 +80,9 @@ public struct TaskRecord: Sendable, Hashable, Codable, Identifiable {
     package var share: Double?
     /// On a link: whether the parent waits for this child now.
     package var awaited = false
-    /// On a job whose kind declares a ``JobVersion``: the version it began under (of the worker that submitted it, or
-    /// that first claimed it); only workers whose version can continue it run it. `nil`: any version continues it.
+    /// On a job whose kind declares a ``JobVersion``: the version it began under (of the worker that first started
+    /// it); only workers whose version can continue it run it again. `nil` (not started yet, or begun by code without
+    /// a version): any version continues it.
     public var version: String?
 
     /// A record; `rootID` defaults to the id for a root, `priority` to the options' priority, `updatedAt` to

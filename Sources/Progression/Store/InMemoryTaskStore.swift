@@ -197,9 +197,6 @@ public actor InMemoryTaskStore: TaskStoreBackend {
             for root in claimed {
                 state.remember(root.id)
                 state.tasks[root.id]?.ownerID = claim.newOwner
-                if state.tasks[root.id]?.version == nil, let kind = root.kind, let version = claim.versions[kind] {
-                    state.tasks[root.id]?.version = version.name
-                }
             }
             return claimed.map {
                 ClaimedRoot(

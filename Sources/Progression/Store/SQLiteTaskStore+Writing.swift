@@ -255,16 +255,13 @@ extension SQLiteTaskStore {
                 }
                 claimed.append(root)
             }
-            // Taken in the same transaction, each row only while it still has the owner it was read with; a job of a
-            // kind with a version that recorded none records the claimer's.
-            let take = try connection.cachedStatement(
-                "UPDATE tasks SET owner_id = ?, version = coalesce(version, ?) WHERE id = ? AND owner_id IS ?")
+            // Taken in the same transaction, each row only while it still has the owner it was read with.
+            let take = try connection.cachedStatement("UPDATE tasks SET owner_id = ? WHERE id = ? AND owner_id IS ?")
             for root in claimed {
                 defer { take.reset() }
                 try take.bind(claim.newOwner, at: 1)
-                try take.bindOptional(root.kind.flatMap { claim.versions[$0]?.name }, at: 2)
-                try take.bind(root.id, at: 3)
-                try take.bindOptional(root.previousOwner, at: 4)
+                try take.bind(root.id, at: 2)
+                try take.bindOptional(root.previousOwner, at: 3)
                 try take.step()
             }
             return claimed

@@ -166,11 +166,13 @@ package struct TaskColumns: OptionSet, Sendable, Hashable {
     package static let waiting = TaskColumns(rawValue: 1 << 18)
     /// `share` and `awaited`: how a link counts in its waiting parent.
     package static let link = TaskColumns(rawValue: 1 << 19)
+    /// `version`: the version of its kind's code a job began under, written with its first start.
+    package static let version = TaskColumns(rawValue: 1 << 20)
 
     /// Every column that changes after creation.
     package static let all: TaskColumns = [
         .status, .progress, .step, .weight, .attempt, .interruptions, .error, .result, .checkpoint, .owner, .priority,
-        .startedAt, .updatedAt, .finishedAt, .nextAttemptAt, .total, .rate, .options, .waiting, .link,
+        .startedAt, .updatedAt, .finishedAt, .nextAttemptAt, .total, .rate, .options, .waiting, .link, .version,
     ]
     /// What a progress report changes.
     package static let report: TaskColumns = [.progress, .step, .updatedAt, .rate, .total]
@@ -200,6 +202,7 @@ package struct TaskColumns: OptionSet, Sendable, Hashable {
             columns.insert(.waiting)
         }
         if old.share != new.share || old.awaited != new.awaited { columns.insert(.link) }
+        if old.version != new.version { columns.insert(.version) }
         return columns
     }
 
@@ -235,6 +238,7 @@ package struct TaskColumns: OptionSet, Sendable, Hashable {
             target.share = source.share
             target.awaited = source.awaited
         }
+        if contains(.version) { target.version = source.version }
     }
 }
 
@@ -434,9 +438,8 @@ package struct RootClaim: Sendable, Hashable {
     /// Whether the claimer loads the claimed trees at once (an executor does): a store that can read them in the
     /// claim for less than a read of each afterwards returns them (``ClaimedRoot/tree``).
     package var readsTrees: Bool
-    /// The claimer's versions of the kinds that declare one (``JobVersion``): a root of such a kind that recorded
-    /// no version records the claimer's as it is taken, and one whose version the claimer cannot continue is left
-    /// when its kind says ``JobVersion/Otherwise/leave`` (taken otherwise: the claimer fails it).
+    /// The claimer's versions of the kinds that declare one (``JobVersion``): a root whose version the claimer cannot
+    /// continue is left when its kind says ``JobVersion/Otherwise/leave`` (taken otherwise: the claimer fails it).
     package var versions: [String: JobVersion]
 
     package init(

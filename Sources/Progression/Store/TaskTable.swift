@@ -97,8 +97,9 @@ package enum TaskTableColumn: Int, CaseIterable, Sendable {
     package var changeable: TaskColumns? {
         switch self {
         case .id, .parentID, .rootID, .name, .occurrence, .kind, .input, .idempotencyKey, .leaseExpiresAt, .createdAt,
-            .parentJobID, .childJobID, .version:
+            .parentJobID, .childJobID:
             nil
+        case .version: .version
         case .wait, .waitingFor, .waitingProgress: .waiting
         case .share, .awaited: .link
         case .options: .options

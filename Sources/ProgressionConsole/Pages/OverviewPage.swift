@@ -97,7 +97,7 @@ package enum OverviewPage {
                 <tr class="\(owner.alive ? "alive" : "gone")"><td class="id">\(owner.id)</td><td>\(owner.host)</td>\
                 <td class="number">\(owner.pid)</td><td>\(Format.time(owner.startedAt))</td><td>\(age) ago</td>\
                 <td>\(owner.liveness)</td><td class="number">\(owner.running)</td><td class="number">\(owner.paused)</td>\
-                <td>\((owner.registered ?? owner.kinds).joined(separator: ", "))</td></tr>
+                <td>\(owner.kindsWithVersions.joined(separator: ", "))</td></tr>
                 """
         }
         return """

@@ -119,8 +119,10 @@ extension Progressctl {
             for (kind, byVersion) in versioned.sorted(by: { $0.key < $1.key }) {
                 let workers = live.filter { $0.kinds?.contains(kind) ?? false }
                 guard !workers.isEmpty, !live.contains(where: { $0.kinds == nil }) else { continue }
+                // Workers of a kind that fails the jobs it cannot continue fail them: those do not wait.
+                let failing = workers.contains { $0.versions?[kind]?.otherwise == .fail }
                 for (version, byOwner) in byVersion.sorted(by: { $0.key < $1.key })
-                where !workers.contains(where: { $0.continues(kind: kind, version: version) }) {
+                where !failing && !workers.contains(where: { $0.continues(kind: kind, version: version) }) {
                     let jobs = byOwner.filter { !alive.contains($0.key) }.values.reduce(0, +)
                     guard jobs > 0 else { continue }
                     let runs = Set(workers.map { $0.versions?[kind]?.description ?? "none" }).sorted()

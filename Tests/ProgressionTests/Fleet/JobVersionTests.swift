@@ -100,8 +100,8 @@ struct JobVersionTests {
         let runs = Runs()
         let old = try await Self.jobBegunBy("1", n: 1, in: try database.open())
 
-        // Version 2 leaves it: a producer's later job (no version recorded) runs, and records version 2 as it is
-        // claimed; the worker's own submit records it too.
+        // Version 2 leaves it: a producer's later job (no version recorded) runs, and records version 2 as it
+        // starts; the worker's own submit does too.
         let second = try Self.worker(database, version: JobVersion("2"), runs: runs)
         try await second.start()
         let fresh = try await producer.submit(Versioned.self, input: 2)
@@ -148,6 +148,33 @@ struct JobVersionTests {
         #expect(try await producer.result(of: fresh, as: Versioned.self, timeout: .seconds(120)) == "4")
         await worker.shutdown()
         #expect(runs.byWorker == ["4": [2]], "the old job's code never ran: \(runs.byWorker)")
+        await database.closeAll()
+    }
+
+    /// A retry asked of a worker whose version cannot continue the job is made in the store, for a worker that can.
+    @Test(arguments: StoreKind.allCases)
+    func aRetryAskedOfAWorkerThatCannotContinueTheJobIsLeftForOneThatCan(kind: StoreKind) async throws {
+        let database = try SharedDatabase(kind)
+        let producer = try database.producer()
+        let runs = Runs()
+        let ended = Date(timeIntervalSinceNow: -30)
+        var failed = TaskRecord(
+            id: "v1-failed", name: "versioned", kind: "versioned", input: Data("5".utf8),
+            options: TaskOptions.interactive.retryable(), status: .failed, errorType: "E", errorDescription: "boom",
+            createdAt: Date(timeIntervalSinceNow: -60), startedAt: ended, updatedAt: ended, finishedAt: ended)
+        failed.version = "1"
+        _ = try await JobInserter(store: try database.open()).insert([failed])
+        let second = try Self.worker(database, version: JobVersion("2"), runs: runs)
+        try await second.start()
+        try await second.retry(taskID: "v1-failed")
+        let left = try #require(try await producer.store.task(id: "v1-failed"))
+        #expect(left.status == .pending && left.ownerID == nil && left.attempt == 2 && left.version == "1", "\(left)")
+        await second.shutdown()
+        let third = try Self.worker(database, version: JobVersion("3", continues: ["1"]), runs: runs)
+        try await third.start()
+        #expect(try await producer.result(of: "v1-failed", as: Versioned.self, timeout: .seconds(120)) == "3")
+        await third.shutdown()
+        #expect(runs.byWorker == ["3": [5]], "\(runs.byWorker)")
         await database.closeAll()
     }
 

@@ -42,13 +42,11 @@ struct TaskTableTests {
         #expect(order == order.sorted())
     }
 
-    /// The version a job began under is written with its row, or by the claim that first takes it: never by an
-    /// update, so no write of a later run changes it.
     @Test func theColumnsWrittenOnlyAtInsertAreTheIdentityAndCreation() {
         #expect(
             TaskTableColumn.allCases.filter { $0.changeable == nil }
                 == [.id, .parentID, .rootID, .name, .occurrence, .kind, .input, .idempotencyKey, .leaseExpiresAt,
-                    .createdAt, .parentJobID, .childJobID, .version])
+                    .createdAt, .parentJobID, .childJobID])
     }
 
     /// Each column's value is the record's field, in the type of its column.

@@ -51,6 +51,9 @@ struct GraphState {
     var timers = TimerQueue()
     /// Job kinds paused across the fleet: their queued roots do not start.
     var pausedKinds: Set<String> = []
+    /// The versions of the registered kinds that declare one (``JobVersion/name``): a job of such a kind records it
+    /// with its first start.
+    var kindVersions: [String: String] = [:]
     /// Roots claimed whose trees could not be read yet (the store failed): loaded by the next claim pass.
     var unloadedClaims: [ClaimedRoot] = []
     /// Roots given a slot whose run task is not made yet (between a dispatch and ``ExecutionEngine/launch(_:)``), and
