@@ -20,6 +20,8 @@ extension FleetTest {
         @Option(help: "Real seconds without a heartbeat after which a worker of another host counts as dead.")
         var ownerStaleAfter: Double = 15
         @Option(help: "Real seconds a graceful stop waits for running jobs.") var gracePeriod: Double = 5
+        @Option(help: "Delete finished jobs this many real seconds after they finished, a turn a second (default: keep).")
+        var retention: Double?
         @Option(
             parsing: .upToNextOption,
             help: "Declare a schedule of fleet.tick jobs: NAME=CRON (e.g. every-5=\"*/5 * * * *\").")
@@ -51,8 +53,13 @@ extension FleetTest {
             configuration.ownerStaleAfter = .milliseconds(Int64(ownerStaleAfter * 1000))
             configuration.heartbeatInterval = .milliseconds(Int64(min(2, ownerStaleAfter / 4) * 1000))
             configuration.completedTaskVisibility = .seconds(1)
-            // The tests count every job of a simulated day at its end: none is deleted under them.
+            // The tests count every job of a simulated day at its end: none is deleted under them, unless asked.
             configuration.retention = .keepEverything
+            if let retention {
+                let period = Duration.milliseconds(Int64(retention * 1000))
+                configuration.retention = try RetentionPolicy(
+                    completed: period, failed: period, cancelled: period, interval: .seconds(1))
+            }
             if let clockSpeed {
                 guard let clockOrigin, let clockStart else {
                     throw ValidationError("--clock-speed needs --clock-origin and --clock-start")
