@@ -110,8 +110,26 @@ struct MultiHostTests {
             try await Task.sleep(for: .milliseconds(100))
         }
         // Each job's files are in one folder: one child job each, which either host runs.
-        try await poll("200 jobs to complete", until: 200) {
-            try await database.store.countRoots(TaskQuery(statuses: [.completed], kind: "checksum"), upTo: nil)
+        do {
+            try await poll("200 jobs to complete", until: 200) {
+                try await database.store.countRoots(TaskQuery(statuses: [.completed], kind: "checksum"), upTo: nil)
+            }
+        } catch {
+            // What each host and the store say, for a run that stops short.
+            let unfinished = try await database.store.roots(TaskQuery(statuses: [.pending, .running, .paused]))
+            let rows = unfinished.prefix(40).map {
+                "\($0.id) \($0.kind ?? "-") \($0.status) owner=\($0.ownerID ?? "-") wait=\(String(describing: $0.wait)) for=\($0.waitingFor ?? "-") next=\(String(describing: $0.nextAttemptAt))"
+            }
+            Issue.record(
+                """
+                \(unfinished.count) unfinished roots:
+                \(rows.joined(separator: "\n"))
+                host-a:
+                \(a.output.split(separator: "\n").suffix(40).joined(separator: "\n"))
+                host-b:
+                \(b.output.split(separator: "\n").suffix(40).joined(separator: "\n"))
+                """)
+            throw error
         }
         let ownersA = try await database.owners(of: "host-a")
         let ownersB = try await database.owners(of: "host-b")

@@ -86,12 +86,16 @@ struct PostgresResilienceTests {
         throw failure!
     }
 
-    static func configuration(_ server: LocalPostgresServer, schema: String = "resilience") -> PostgresTaskStore.Configuration {
+    /// - Parameter serverGoesAway: `true` (the default) for a test that stops, restarts or cuts off its server: calls
+    ///   stuck on a dead server end within 5 s (long enough that most of a loaded machine's calls to a live one end
+    ///   well within it: 2 s was not). A test whose server stays up passes `false`: its calls get a minute, since in a
+    ///   full parallel run on a loaded machine even 5 s was not enough for the test's own reads (a failed CI run).
+    static func configuration(
+        _ server: LocalPostgresServer, schema: String = "resilience", serverGoesAway: Bool = true
+    ) -> PostgresTaskStore.Configuration {
         var configuration = server.configuration(schema: schema)
-        // Short, so that calls stuck on a dead server end soon; long enough that a loaded machine's calls to a live
-        // one end well within it (2 s was not, in a parallel run: the tests' own reads failed as unavailable).
-        configuration.callTimeout = .seconds(5)
-        configuration.connectTimeout = .seconds(5)
+        configuration.callTimeout = serverGoesAway ? .seconds(5) : .seconds(60)
+        configuration.connectTimeout = serverGoesAway ? .seconds(5) : .seconds(60)
         return configuration
     }
 
@@ -311,7 +315,7 @@ struct PostgresResilienceTests {
     @Test func whatALostCommitStoredStaysKnownUntilABatchLeavingItOutCommits() async throws {
         let server = try await Self.server()
         defer { server.stop() }
-        try await PostgresTaskStore.withStore(configuration: Self.configuration(server, schema: "settle")) { store in
+        try await PostgresTaskStore.withStore(configuration: Self.configuration(server, schema: "settle", serverGoesAway: false)) { store in
             let t0 = Date(timeIntervalSince1970: 1_700_000_000)
             var root = TaskRecord(id: "r", name: "r", kind: "k", status: .running, ownerID: "o", createdAt: t0)
             try await store.insert([root], events: [])
@@ -357,7 +361,7 @@ struct PostgresResilienceTests {
         let server = try await Self.server()
         defer { server.stop() }
         let ledger = Ledger()
-        try await PostgresTaskStore.withStore(configuration: Self.configuration(server, schema: "lease")) { store in
+        try await PostgresTaskStore.withStore(configuration: Self.configuration(server, schema: "lease", serverGoesAway: false)) { store in
             let executor = try Self.executor(store, ledger: ledger)
             try await executor.start()
             _ = try await executor.submit("steps", input: Steps(steps: 1_000, milliseconds: 20))

@@ -249,10 +249,13 @@ extension ExecutionEngine {
             }.prefix(1_000).map(\.record.id)
         }
         guard !ids.isEmpty, let rows = try? await store.tasks(ids: Array(ids)) else { return }
-        var held = Set<String>()
-        for row in rows where row.ownerID == ownerID { held.insert(row.id) }
-        let taken = ids.filter { !held.contains($0) }
-        if !taken.isEmpty { leaseLost(Array(taken), childJobsTaken: true) }
+        // Another owner's: the job was claimed away (this executor's lease went stale), which is a lost lease, said as
+        // such; no owner (or no row): its parent's end or pause took it back.
+        let owners = Dictionary(rows.map { ($0.id, $0.ownerID) }, uniquingKeysWith: { first, _ in first })
+        let claimedAway = ids.filter { id in owners[id].flatMap { $0 }.map { $0 != ownerID } ?? false }
+        let takenBack = ids.filter { id in owners[id].flatMap { $0 } == nil }
+        if !claimedAway.isEmpty { leaseLost(claimedAway) }
+        if !takenBack.isEmpty { leaseLost(takenBack, childJobsTaken: true) }
     }
 
     /// Reads the kinds paused across the fleet; a kind resumed lets its queued roots start.
