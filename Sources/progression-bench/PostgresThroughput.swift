@@ -280,7 +280,7 @@ enum PostgresThroughput {
         try executor.register("noop", input: SubmitThroughput.NoopInput.self) { _, _ in done.arrive() }
         let start = ContinuousClock.now
         _ = try await SubmitThroughput.submitAll(count: count, concurrency: concurrency) { _ in
-            _ = try await executor.submit("noop", input: SubmitThroughput.NoopInput(), idempotencyKey: nil)
+            _ = try await executor.submit("noop", input: SubmitThroughput.NoopInput())
         }
         await done.wait()
         while executor.graph().tasks.contains(where: { !$0.isFinished }) {

@@ -154,7 +154,7 @@ enum SubmitThroughput {
         let start = ContinuousClock.now
         let cpuBefore = ProcessTimes.cpu()
         let submitted = try await submitAll(count: count, concurrency: concurrency) { _ in
-            _ = try await executor.submit("noop", input: NoopInput(), idempotencyKey: nil)
+            _ = try await executor.submit("noop", input: NoopInput())
         }
         await done.wait()
         // The last bodies have returned, but their completions may not be recorded yet (a flush now could miss

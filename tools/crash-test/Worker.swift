@@ -88,16 +88,18 @@ extension CrashTest {
             for index in 0..<submitBatch {
                 try await executor.submit(
                     "batch", input: BatchInput(steps: 3, iterations: iterations, delayMilliseconds: delay),
-                    name: "batch \(index)", options: TaskOptions.interactive.retryable(),
-                    idempotencyKey: "batch-\(index)")
+                    options: JobOptions(
+                        name: "batch \(index)", idempotencyKey: "batch-\(index)",
+                        options: TaskOptions.interactive.retryable()))
             }
             if let submitSuicide {
-                try await executor.submit("suicide", input: SleeperInput(), id: submitSuicide, idempotencyKey: submitSuicide)
+                try await executor.submit(
+                    "suicide", input: SleeperInput(), options: JobOptions(id: submitSuicide, idempotencyKey: submitSuicide))
             }
             if let submitSleeper {
                 try await executor.submit(
-                    "sleeper", input: SleeperInput(ticks: ticks), id: submitSleeper, options: .interactive,
-                    idempotencyKey: submitSleeper)
+                    "sleeper", input: SleeperInput(ticks: ticks),
+                    options: JobOptions(id: submitSleeper, idempotencyKey: submitSleeper, options: .interactive))
             }
             if let closureSleeper {
                 try await executor.addTask(name: "closure sleeper", id: closureSleeper) { context in

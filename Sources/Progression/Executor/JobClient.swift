@@ -95,14 +95,10 @@ public struct JobClient: Sendable {
         for (index, input) in inputs.enumerated() {
             let jobOptions = options(input)
             let data = try JobInputLimit.encode(input, kind: Kind.name, limit: configuration.maxInputBytes)
-            var taskOptions = jobOptions.options ?? Kind.options
-            if let priority = jobOptions.priority { taskOptions.priority = priority }
-            var record = TaskRecord(
-                id: jobOptions.id ?? TaskIdentifier.root(identifiers.lowerBound + Int64(index)),
-                name: jobOptions.name ?? Kind.name, kind: Kind.name, input: data,
-                idempotencyKey: jobOptions.idempotencyKey, options: taskOptions, status: .pending, createdAt: now)
-            record.nextAttemptAt = try jobOptions.runAt(now: now)
-            dependencies += try jobOptions.dependencies(of: &record)
+            let (record, waitsFor) = try jobOptions.job(
+                id: jobOptions.id ?? TaskIdentifier.root(identifiers.lowerBound + Int64(index)), kind: Kind.name,
+                input: data, kindOptions: Kind.options, now: now)
+            dependencies += waitsFor
             records.append(record)
         }
         return try await JobInserter(store: backend).insert(records, dependencies: dependencies)
@@ -218,6 +214,22 @@ public struct JobOptions: Sendable, Hashable {
         self.options = options
         self.after = after
         self.ifDependencyFails = ifDependencyFails
+    }
+
+    /// The row of a job submitted with these options (by a ``JobClient`` or an executor alike), not yet owned, and
+    /// the dependencies it waits for.
+    ///
+    /// - Throws: as ``runAt(now:)`` and ``dependencies(of:)``.
+    func job(id: String, kind: String, input: Data, kindOptions: TaskOptions, now: Date) throws(ProgressionError)
+        -> (TaskRecord, [JobDependency])
+    {
+        var taskOptions = options ?? kindOptions
+        if let priority { taskOptions.priority = priority }
+        var record = TaskRecord(
+            id: id, name: name ?? kind, kind: kind, input: input, idempotencyKey: idempotencyKey, options: taskOptions,
+            status: .pending, ownerID: nil, createdAt: now)
+        record.nextAttemptAt = try runAt(now: now)
+        return (record, try dependencies(of: &record))
     }
 
     /// The dependencies of `job` (``after``), checked; the job is marked waiting for them (what a producer and

@@ -3,7 +3,7 @@ import Foundation
 /// A job kind as a type: its name, its input, its result and its code, so that registering, submitting and reading a
 /// result are checked by the compiler — in the worker that runs it and in the producer that only enqueues it (the
 /// string-based ``TaskExecutor/register(_:input:options:maxConcurrent:version:_:)`` and
-/// ``TaskExecutor/submit(_:input:id:name:options:idempotencyKey:runAt:)-(_,Input,_,_,_,_,_)`` remain for kinds known by name only).
+/// ``TaskExecutor/submit(_:input:options:)-(String,_,_)`` remain for kinds known by name only).
 ///
 /// ```swift
 /// struct Resize: JobKind {
@@ -88,29 +88,20 @@ extension TaskExecutor {
         }
     }
 
-    /// Submits a job of a kind given as a type; as ``submit(_:input:id:name:options:idempotencyKey:runAt:)-(_,Input,_,_,_,_,_)``.
+    /// Submits a job of a kind given as a type with ``JobOptions``; as ``submit(_:input:options:)-(String,_,_)``.
     @discardableResult
     public func submit<Kind: JobKind>(
-        _ kind: Kind.Type, input: Kind.Input, id: String? = nil, name: String? = nil, options: TaskOptions? = nil,
-        idempotencyKey: String? = nil, runAt: Date? = nil
+        _ kind: Kind.Type, input: Kind.Input, options: JobOptions = JobOptions()
     ) async throws -> String {
-        try await submit(
-            Kind.name, input: input, id: id, name: name, options: options, idempotencyKey: idempotencyKey, runAt: runAt)
-    }
-
-    /// Submits a job of a kind given as a type with ``JobOptions``; as ``submit(_:input:options:)-(String,_,JobOptions)``.
-    @discardableResult
-    public func submit<Kind: JobKind>(_ kind: Kind.Type, input: Kind.Input, options: JobOptions) async throws -> String {
         try await submit(Kind.name, input: input, options: options)
     }
 
-    /// Submits many jobs of a kind given as a type in one commit; as ``submit(_:inputs:options:idempotencyKey:)``.
+    /// Submits many jobs of a kind given as a type in one commit; as ``submit(_:inputs:options:)-(String,_,_)``.
     @discardableResult
     public func submit<Kind: JobKind>(
-        _ kind: Kind.Type, inputs: [Kind.Input], options: TaskOptions? = nil,
-        idempotencyKey: ((Kind.Input) -> String)? = nil
+        _ kind: Kind.Type, inputs: [Kind.Input], options: (Kind.Input) -> JobOptions = { _ in JobOptions() }
     ) async throws -> [String] {
-        try await submit(Kind.name, inputs: inputs, options: options, idempotencyKey: idempotencyKey)
+        try await submit(Kind.name, inputs: inputs, options: options)
     }
 }
 

@@ -92,31 +92,6 @@ extension TaskExecutor {
         engine.registry.kind(kind)?.options
     }
 
-    /// Submits a job of a registered kind. Returns once the job's row is committed; the job runs when a slot is free
-    /// (in the same commit when one is free now) — on this executor, or on another worker of the database that
-    /// registered the kind and has a slot first.
-    ///
-    /// - Parameters:
-    ///   - kind: the name the kind was registered under.
-    ///   - input: the job's input, stored as JSON with the job.
-    ///   - id: the job's id; a new short id drawn from the store's sequence when `nil`.
-    ///   - name: what the job is called in snapshots and `progressctl`; by default the kind's name.
-    ///   - options: by default the kind's options.
-    ///   - idempotencyKey: a second submit with the same kind and key returns the first job's id and adds nothing.
-    ///   - runAt: when the job may start (a delayed job); `nil` or a time past: at once. It waits in the store,
-    ///     holding no slot, listed as *scheduled*.
-    /// - Throws: ``ProgressionError/unknownKind(_:)``, ``ProgressionError/duplicateID(_:)``, `EncodingError`,
-    ///   ``ProgressionError/shutDown``, ``JobInputTooLargeError``.
-    @discardableResult
-    public func submit<Input: Encodable & Sendable>(
-        _ kind: String, input: Input, id: String? = nil, name: String? = nil, options: TaskOptions? = nil,
-        idempotencyKey: String? = nil, runAt: Date? = nil
-    ) async throws -> String {
-        try await submit(
-            kind, input: input,
-            options: JobOptions(id: id, name: name, idempotencyKey: idempotencyKey, runAt: runAt, options: options))
-    }
-
     /// Submits a job of a registered kind with ``JobOptions`` — the same options a ``JobClient`` takes: its id, name,
     /// priority, idempotency key, a run-at time or delay, the jobs it runs after. Returns once the job's row is
     /// committed; it runs when a slot is free (in the same commit when one is free now and it waits for nothing) — on
@@ -132,7 +107,7 @@ extension TaskExecutor {
     ///   ``JobDependencyError``, `EncodingError`, ``ProgressionError/shutDown``, ``JobInputTooLargeError``.
     @discardableResult
     public func submit<Input: Encodable & Sendable>(
-        _ kind: String, input: Input, options jobOptions: JobOptions
+        _ kind: String, input: Input, options jobOptions: JobOptions = JobOptions()
     ) async throws -> String {
         guard let job = engine.registry.kind(kind) else { throw ProgressionError.unknownKind(kind) }
         try startIfNeeded()
@@ -142,14 +117,8 @@ extension TaskExecutor {
         }
         let data = try JobInputLimit.encode(input, kind: kind, limit: engine.configuration.maxInputBytes)
         let id = if let id = jobOptions.id { id } else { try await engine.identifiers.next() }
-        let now = engine.now()
-        var options = jobOptions.options ?? job.options
-        if let priority = jobOptions.priority { options.priority = priority }
-        var record = TaskRecord(
-            id: id, name: jobOptions.name ?? kind, kind: kind, input: data, idempotencyKey: idempotencyKey,
-            options: options, status: .pending, ownerID: nil, createdAt: now)
-        record.nextAttemptAt = try jobOptions.runAt(now: now)
-        let dependencies = try jobOptions.dependencies(of: &record)
+        let (record, dependencies) = try jobOptions.job(
+            id: id, kind: kind, input: data, kindOptions: job.options, now: engine.now())
         if record.nextAttemptAt != nil || job.maxConcurrent != nil {
             // It waits in the store (a later time, jobs to run after, a limit that claims count): any worker claims it.
             return try await JobInserter(store: engine.store).insert([record], dependencies: dependencies)[0]
@@ -191,20 +160,20 @@ extension TaskExecutor {
         return sent
     }
 
-    /// Submits many jobs of one kind in one commit (instead of one each). Returns their ids in the order of `inputs`,
-    /// once every row is committed.
+    /// Submits many jobs of one kind in one commit (instead of one each), each with its ``JobOptions`` (those of
+    /// ``JobClient/submit(_:inputs:options:)``). Returns their ids in the order of `inputs`, once every row is
+    /// committed; a job whose idempotency key exists already (or comes twice in `inputs`) is not added again and the
+    /// existing one's id is returned in its place. Jobs that wait (a run-at time, a delay, jobs to run after) or whose
+    /// kind has a limit are written in one transaction for any worker to claim; the others start here as slots free.
     ///
-    /// - Parameters:
-    ///   - kind: the name the kind was registered under.
-    ///   - inputs: one input per job.
-    ///   - options: by default the kind's options.
-    ///   - idempotencyKey: derives each job's key from its input; a job whose key exists already is not added again
-    ///     and its existing id is returned in its place.
-    /// - Throws: as ``submit(_:input:id:name:options:idempotencyKey:runAt:)-(_,Input,_,_,_,_,_)``.
+    /// ```swift
+    /// let ids = try await executor.submit("resize", inputs: files) { JobOptions(idempotencyKey: $0.path) }
+    /// ```
+    ///
+    /// - Throws: as ``submit(_:input:options:)-(String,_,_)``; nothing is added then.
     @discardableResult
     public func submit<Input: Encodable & Sendable>(
-        _ kind: String, inputs: [Input], options: TaskOptions? = nil,
-        idempotencyKey: ((Input) -> String)? = nil
+        _ kind: String, inputs: [Input], options: (Input) -> JobOptions = { _ in JobOptions() }
     ) async throws -> [String] {
         guard let job = engine.registry.kind(kind) else { throw ProgressionError.unknownKind(kind) }
         try startIfNeeded()
@@ -212,31 +181,35 @@ extension TaskExecutor {
         var ids: [String?] = []
         var keys: [String?] = []
         var roots: [NewRoot] = []
-        var seenKeys: [String: Int] = [:]
+        var dependencies: [JobDependency] = []
+        var seenKeys: Set<String> = []
         for input in inputs {
-            let key = idempotencyKey?(input)
+            let jobOptions = options(input)
+            let key = jobOptions.idempotencyKey
             keys.append(key)
             if let key {
                 if let existing = try await store.root(kind: kind, idempotencyKey: key) {
                     ids.append(existing.id)
                     continue
                 }
-                if seenKeys[key] != nil {
+                guard seenKeys.insert(key).inserted else {
                     ids.append(nil)  // the same key twice in the batch: the first one's id, below
                     continue
                 }
-                seenKeys[key] = roots.count
             }
             let data = try JobInputLimit.encode(input, kind: kind, limit: engine.configuration.maxInputBytes)
-            let record = TaskRecord(
-                id: try await engine.identifiers.next(), name: kind, kind: kind, input: data, idempotencyKey: key,
-                options: options ?? job.options, status: .pending, ownerID: nil, createdAt: now)
+            let id = if let id = jobOptions.id { id } else { try await engine.identifiers.next() }
+            let (record, waitsFor) = try jobOptions.job(
+                id: id, kind: kind, input: data, kindOptions: job.options, now: now)
+            dependencies += waitsFor
             ids.append(record.id)
             roots.append(NewRoot(record: record, body: { context in try await job.run(data, context) }))
         }
         var conflicted: Set<String> = []
-        if job.maxConcurrent != nil {
-            _ = try await JobInserter(store: engine.store).insert(roots.map(\.record))
+        if job.maxConcurrent != nil || roots.contains(where: { $0.record.nextAttemptAt != nil }) {
+            // Some wait in the store (or a limit that claims count): all go there, in one transaction.
+            let stored = try await JobInserter(store: engine.store).insert(roots.map(\.record), dependencies: dependencies)
+            conflicted = Set(zip(roots, stored).filter { $0.0.record.id != $0.1 }.map(\.0.record.id))
         } else {
             let (handles, sequence) = try engine.addRoots(roots)
             conflicted = Set(try await engine.commitNewRoots(handles, sequence: sequence))

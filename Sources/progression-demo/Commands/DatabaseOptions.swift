@@ -90,8 +90,8 @@ enum JobLookup {
             }
             let name = "checksum " + URL(fileURLWithPath: directory).lastPathComponent
             let id = try await executor.submit(
-                ChecksumJob.kind, input: input, name: name, options: TaskOptions.interactive.retryable(),
-                idempotencyKey: key)
+                ChecksumJob.kind, input: input,
+                options: JobOptions(name: name, idempotencyKey: key, options: TaskOptions.interactive.retryable()))
             return (id, false)
         }
     }

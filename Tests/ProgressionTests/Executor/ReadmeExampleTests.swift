@@ -10,6 +10,38 @@ struct ReadmeExampleTests {
     struct ImportInput: Codable, Sendable { var files: [String] }
     struct FileSummary: Codable, Sendable { var rows: Int }
 
+    struct Thumbnail: JobKind {
+        struct Input: Codable, Sendable { var path: String }
+        struct Output: Codable, Sendable { var bytes: Int }
+        static let name = "thumbnail"
+        func run(_ input: Input, context: any TaskContext) async throws -> Output {
+            let bytes = try await context.push("read") { _ in try Data(contentsOf: URL(fileURLWithPath: input.path)).count }
+            return Output(bytes: bytes)
+        }
+    }
+
+    /// "Use it in your package": a worker and a producer on one SQLite file; the result comes back, the step's
+    /// result is stored, and a second submit with the key is the same job.
+    @Test func theFirstExampleRuns() async throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.file("a.png")
+        try Data(repeating: 7, count: 1_234).write(to: URL(fileURLWithPath: path))
+        let database = directory.file("jobs.sqlite")
+
+        let executor = try TaskExecutor(path: database)
+        try executor.register(Thumbnail())
+        try await executor.start()
+
+        let jobs = JobClient(store: try SQLiteTaskStore(path: database))
+        let id = try await jobs.submit(Thumbnail.self, input: .init(path: path), options: JobOptions(idempotencyKey: "a.png"))
+        let output = try await jobs.result(of: id, as: Thumbnail.self, timeout: .seconds(60))
+        #expect(output.bytes == 1_234)
+        #expect(try await jobs.submit(Thumbnail.self, input: .init(path: path), options: JobOptions(idempotencyKey: "a.png")) == id)
+        let step = try #require(try await executor.store.tree(of: id).first { $0.name == "read" })
+        #expect(step.status == .completed && step.result == Data("1234".utf8))
+        await executor.shutdown()
+    }
+
     @Test func theBatchServiceExampleRuns() async throws {
         let directory = try TemporaryDirectory()
         let executor = try TaskExecutor(path: directory.file("service.sqlite"))
@@ -33,8 +65,10 @@ struct ReadmeExampleTests {
         }
         try await executor.start()
         let id = try await executor.submit(
-            "import", input: ImportInput(files: ["a.csv", "b.csv"]), idempotencyKey: "2026-11-21")
-        #expect(try await executor.submit("import", input: ImportInput(files: []), idempotencyKey: "2026-11-21") == id)
+            "import", input: ImportInput(files: ["a.csv", "b.csv"]), options: JobOptions(idempotencyKey: "2026-11-21"))
+        #expect(
+            try await executor.submit(
+                "import", input: ImportInput(files: []), options: JobOptions(idempotencyKey: "2026-11-21")) == id)
         try await executor.runEnded(id)
         let snapshot = try #require(executor.snapshot(of: id))
         #expect(snapshot.status == .completed && snapshot.children.map(\.name) == ["a.csv", "b.csv"])

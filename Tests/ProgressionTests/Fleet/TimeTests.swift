@@ -101,7 +101,8 @@ import Testing
         let worker = try database.worker(slots: 1, clock: clock)
         try worker.register(Doubler(worker: "w"))
         try await worker.start()
-        let id = try await worker.submit(Doubler.self, input: .init(n: 1), runAt: clock.wallClockNow.addingTimeInterval(86_400))
+        let id = try await worker.submit(
+            Doubler.self, input: .init(n: 1), options: JobOptions(runAt: clock.wallClockNow.addingTimeInterval(86_400)))
         #expect(try await worker.store.task(id: id)?.waitReason == .runAt)
         try await worker.runNow(taskID: id)
         try await poll("the job to run now") {

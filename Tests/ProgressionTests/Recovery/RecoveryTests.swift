@@ -262,15 +262,56 @@ struct BatchSubmitTests {
             running.decrement()
         }
         let inputs = (1...30).map { Input(number: $0) }
-        let ids = try await executor.submit("add", inputs: inputs, idempotencyKey: { "n-\($0.number)" })
+        let ids = try await executor.submit("add", inputs: inputs) { JobOptions(idempotencyKey: "n-\($0.number)") }
         #expect(ids.count == 30 && Set(ids).count == 30)
         for id in ids { try await executor.runEnded(id) }
         #expect(sum.all.reduce(0, +) == 465)
         #expect((peak.all.max() ?? 0) <= 3, "at most 3 roots ran at once")
         // The same keys again: the existing jobs, nothing new.
-        let again = try await executor.submit("add", inputs: inputs, idempotencyKey: { "n-\($0.number)" })
+        let again = try await executor.submit("add", inputs: inputs) { JobOptions(idempotencyKey: "n-\($0.number)") }
         #expect(again == ids)
         #expect(try await executor.store.roots(TaskQuery(kind: "add", limit: 100)).count == 30)
+        await executor.shutdown()
+    }
+
+    /// The executor's batch takes the options a `JobClient` takes, one per input: a name, a priority, an id, a key
+    /// (the same key twice is one job), a delay — a batch with a job that waits is written to the store whole, for
+    /// any worker; bad options add nothing.
+    @Test(arguments: StoreKind.allCases)
+    func aBatchTakesJobOptionsPerInput(kind: StoreKind) async throws {
+        let directory = try TemporaryDirectory()
+        let store = try await kind.make(in: directory)
+        defer { Task { await close(store) } }
+        let clock = ManualClock()
+        var configuration = TaskExecutor.Configuration()
+        configuration.clock = clock
+        configuration.completedTaskVisibility = .seconds(600)
+        let executor = try TaskExecutor(store: store, configuration: configuration)
+        try executor.register("add", input: Input.self) { _, _ in }
+        try await executor.start()
+        let ids = try await executor.submit("add", inputs: (1...4).map { Input(number: $0) }) { input in
+            switch input.number {
+            case 1: JobOptions(id: "first", name: "one", priority: 7)
+            case 2, 3: JobOptions(idempotencyKey: "two-or-three")
+            default: JobOptions(name: "later", delay: .seconds(3_600))
+            }
+        }
+        #expect(ids.count == 4 && ids[0] == "first" && ids[1] == ids[2] && Set(ids).count == 3)
+        let first = try #require(try await executor.store.task(id: "first"))
+        #expect(first.name == "one" && first.options.priority == 7)
+        let later = try #require(try await executor.store.task(id: ids[3]))
+        #expect(later.name == "later" && later.status == .pending && later.waitReason == .runAt)
+        #expect(later.nextAttemptAt == clock.wallClockNow.addingTimeInterval(3_600))
+        try await executor.runEnded("first")
+        try await executor.runEnded(ids[1])
+
+        let before = try await executor.store.countRoots(TaskQuery(kind: "add"), upTo: nil)
+        await #expect(throws: ProgressionError.self) {
+            try await executor.submit("add", inputs: [Input(number: 5), Input(number: 6)]) { input in
+                input.number == 5 ? JobOptions() : JobOptions(runAt: Date(), delay: .seconds(1))
+            }
+        }
+        #expect(try await executor.store.countRoots(TaskQuery(kind: "add"), upTo: nil) == before)
         await executor.shutdown()
     }
 }
