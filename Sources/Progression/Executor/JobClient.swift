@@ -229,7 +229,9 @@ public struct JobOptions: Sendable, Hashable {
             id: id, name: name ?? kind, kind: kind, input: input, idempotencyKey: idempotencyKey, options: taskOptions,
             status: .pending, ownerID: nil, createdAt: now)
         record.nextAttemptAt = try runAt(now: now)
-        return (record, try dependencies(of: &record))
+        // Before the record is returned: marking it waiting for its dependencies changes it.
+        let waitsFor = try dependencies(of: &record)
+        return (record, waitsFor)
     }
 
     /// The dependencies of `job` (``after``), checked; the job is marked waiting for them (what a producer and

@@ -304,6 +304,13 @@ struct BatchSubmitTests {
         #expect(later.nextAttemptAt == clock.wallClockNow.addingTimeInterval(3_600))
         try await executor.runEnded("first")
         try await executor.runEnded(ids[1])
+        // Jobs to run after another: marked waiting for it, in a batch and alone.
+        let after = try await executor.submit("add", inputs: [Input(number: 7)]) { _ in JobOptions(after: [later.id]) }
+        let alone = try await executor.submit("add", input: Input(number: 8), options: JobOptions(after: [later.id]))
+        for id in after + [alone] {
+            let waiting = try #require(try await executor.store.task(id: id))
+            #expect(waiting.displayStatus == "waiting" && waiting.waitingFor == "job \(later.id)", "\(waiting)")
+        }
 
         let before = try await executor.store.countRoots(TaskQuery(kind: "add"), upTo: nil)
         await #expect(throws: ProgressionError.self) {
