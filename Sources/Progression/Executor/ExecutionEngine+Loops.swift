@@ -308,6 +308,7 @@ extension ExecutionEngine {
     /// a job that began to wait — when this executor wrote one, when another process committed, and every recovery
     /// interval. Every worker runs it; the store lets one pass run at a time.
     func runTreeKeeper() async {
+        var limit = TreeKeeperPassLimit()
         while !Task.isCancelled {
             await treeSignal.wait(timeout: configuration.recoveryInterval, clock: clock)
             guard !Task.isCancelled else { return }
@@ -315,11 +316,14 @@ extension ExecutionEngine {
             var total = 0
             do {
                 while !Task.isCancelled {
-                    let taken = try await store.resolveJobTrees(at: now(), limit: 500)
+                    let asked = limit.changes
+                    let taken = try await store.resolveJobTrees(at: now(), limit: asked)
                     total += taken
-                    if taken < 500 { break }
+                    limit.succeeded(taking: taken)
+                    if taken < asked { break }
                 }
             } catch {
+                limit.failed()
                 Self.noteStorageFailure(error, outage: storageOutage, logger: logger, what: "carrying out job trees' changes")
             }
             if total > 0 {
@@ -392,5 +396,26 @@ extension ExecutionEngine {
         _ = try await store.change(
             TaskChangeRequest(
                 taskID: taskID, transition: .remove, requester: .user, expectedStatus: stored.status, at: now()))
+    }
+}
+
+/// How many queued changes of job trees one pass of the tree keeper takes: 500 while passes succeed, a quarter as many
+/// after each that failed (down to 4), twice as many again after each full one that succeeded. A pass is one
+/// transaction under the fleet's keeper lock, and its time grows with what it takes: on a loaded server a pass of 500
+/// outlived the store's call deadline, failed, and was tried again whole, for ever, while every parent waited for its
+/// release (a two-host run stopped at 8 of 200 jobs). Smaller passes finish, and the queue drains.
+package struct TreeKeeperPassLimit: Equatable {
+    package static let most = 500
+    package static let least = 4
+    package private(set) var changes = most
+
+    package init() {}
+
+    package mutating func failed() {
+        changes = max(Self.least, changes / 4)
+    }
+
+    package mutating func succeeded(taking taken: Int) {
+        if taken >= changes { changes = min(Self.most, changes * 2) }
     }
 }

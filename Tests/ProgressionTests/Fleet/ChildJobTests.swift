@@ -378,3 +378,31 @@ final class RunLog: Sendable {
         await database.closeAll()
     }
 }
+
+/// How many changes a pass of the tree keeper takes (``TreeKeeperPassLimit``), as a table of what happened to the
+/// passes before.
+struct TreeKeeperPassLimitTests {
+    enum Pass { case failed, took(Int) }
+
+    @Test(arguments: [
+        ([Pass](), 500),
+        ([.failed], 125),
+        ([.failed, .failed], 31),
+        ([.failed, .failed, .failed, .failed, .failed], 4),
+        ([.failed, .took(125)], 250),
+        ([.failed, .took(3)], 125),
+        ([.failed, .took(125), .took(250), .took(500)], 500),
+        ([.took(500)], 500),
+        ([.took(0)], 500),
+    ] as [([Pass], Int)])
+    func aPassTakesLessAfterFailuresAndMoreAfterFullSuccesses(passes: [Pass], expected: Int) {
+        var limit = TreeKeeperPassLimit()
+        for pass in passes {
+            switch pass {
+            case .failed: limit.failed()
+            case .took(let count): limit.succeeded(taking: count)
+            }
+        }
+        #expect(limit.changes == expected)
+    }
+}
