@@ -89,6 +89,10 @@ extension ExecutionEngine {
     /// Starts the roots the dispatcher gave slots.
     func launch(_ launches: [NodeHandle]) {
         for handle in launches {
+            // Detached: a root outlives whoever caused its launch (a submit returns once the row is committed; a
+            // claim pass or a freed slot launches others' jobs), and must not inherit that caller's cancellation,
+            // priority or task-locals. It is not lost: the node keeps the task (`launched`), cancellation reaches it
+            // through the node, and shutdown cancels and awaits every root's task.
             let task = Task.detached { await self.runRoot(handle) }
             let launched = locked { state in state.launched(handle, task) }
             launched.waiter?.resume(returning: task)

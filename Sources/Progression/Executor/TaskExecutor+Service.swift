@@ -13,6 +13,9 @@ extension TaskExecutor {
         guard !started else { return }
         started = true
         let engine = engine
+        // Detached: the seed's API runs tasks without a service (addTask, then await the stream), so the loops start
+        // with the first call that needs them rather than in run(), and outlive that call. They are not lost: `loops`
+        // keeps them, shutdown() cancels and awaits them, and run() returns when they have ended.
         loops = Task.detached { await engine.runLoops() }
     }
 
