@@ -1,6 +1,7 @@
 #if PostgreSQL
 import Foundation
 import Logging
+import Progression
 import PostgresNIO
 import Synchronization
 
@@ -20,9 +21,12 @@ final class PostgresChangeListener: Sendable {
     private let state = Mutex(State())
     private let started = ContinuousClock.now
     private let pollInterval: Duration
+    /// Posted on each notification (the stores of the schema in this process wake their waiters).
+    private let commits: Broadcast?
 
-    init(pollInterval: Duration) {
+    init(pollInterval: Duration, commits: Broadcast? = nil) {
         self.pollInterval = max(pollInterval, .milliseconds(10))
+        self.commits = commits
     }
 
     /// A number that moves on every notification and every poll interval.
@@ -95,6 +99,7 @@ final class PostgresChangeListener: Sendable {
 
     private func note() {
         state.withLock { $0.notifications &+= 1 }
+        commits?.post()
     }
 
     private func setListening(_ listening: Bool) {

@@ -47,7 +47,7 @@ import Synchronization
 ///
 /// Commits are PostgreSQL's: with the server's default `synchronous_commit=on`, a commit that returned survives a
 /// crash of the server.
-public final class PostgresTaskStore: TaskStoreBackend, Service {
+public final class PostgresTaskStore: TaskStoreBackend, BroadcastingChanges, Service {
     /// How the store connects and where its tables live.
     public struct Configuration: Sendable {
         /// How the connection is encrypted.
@@ -148,6 +148,8 @@ public final class PostgresTaskStore: TaskStoreBackend, Service {
     let logger: Logger
     let names: PostgresNames
     let changes: PostgresChangeListener
+    /// Shared with every store of this schema on this server in the process: posted on each of its notifications.
+    package let beacons: StoreBeacons
     let encoder: JSONEncoder
     let decoder = JSONDecoder()
     /// Tasks share a few option sets: their JSON is encoded once.
@@ -194,7 +196,9 @@ public final class PostgresTaskStore: TaskStoreBackend, Service {
         encoder.outputFormatting = [.sortedKeys]
         self.encoder = encoder
         client = PostgresClient(configuration: Self.clientConfiguration(configuration, names: names), backgroundLogger: logger)
-        changes = PostgresChangeListener(pollInterval: configuration.changePollInterval)
+        let beacons = StoreBeacons.forDatabase("postgres:" + configuration.displayURL)
+        self.beacons = beacons
+        changes = PostgresChangeListener(pollInterval: configuration.changePollInterval, commits: beacons.commits)
     }
 
     /// Creates the store of a `postgres://` URL (see ``Configuration/init(url:)``); nothing connects until ``run()``.

@@ -224,7 +224,11 @@ extension ExecutionEngine {
     /// or resumed: the claim loop looks, and the kinds are read again.
     func runControlRequests() async {
         var lastCounter: Int64?
+        // A producer of this process that committed work (a JobClient on a store of the same database) says so: the
+        // claims look at once rather than at the next poll.
+        let submissions = (store as? any BroadcastingChanges)?.beacons.submissions
         while !Task.isCancelled {
+            let seen = submissions?.generation
             if let counter = try? await store.changeCounter(), counter != lastCounter {
                 lastCounter = counter
                 await applyControlRequests()
@@ -235,7 +239,15 @@ extension ExecutionEngine {
                 scheduleSignal.signal()
                 treeSignal.signal()
             }
-            do { try await clock.sleep(configuration.controlPollInterval) } catch { return }
+            guard let submissions, let seen else {
+                do { try await clock.sleep(configuration.controlPollInterval) } catch { return }
+                continue
+            }
+            await submissions.wait(after: seen, timeout: configuration.controlPollInterval, clock: clock)
+            if submissions.generation != seen {
+                storeChanged.store(true, ordering: .relaxed)
+                claimSignal.signal()
+            }
         }
     }
 

@@ -22,7 +22,8 @@ public struct JobClient: Sendable {
         /// The largest job input accepted, in bytes of JSON (16 MiB).
         public var maxInputBytes = 16 << 20
         /// How often a wait looks at the store's change counter (a cheap read); the job's row is read only when it
-        /// moved, and at least every second.
+        /// moved, and at least every second. A commit of a store of the same database in this process (the worker's,
+        /// when it runs beside the client) wakes the wait at once; the poll finds those of other processes.
         public var pollInterval: Duration = .milliseconds(25)
         /// The clock of waits and of "now" (a delay's start); tests give one they control.
         public var clock: any Clock<Duration> = ContinuousClock()
@@ -101,7 +102,9 @@ public struct JobClient: Sendable {
             dependencies += waitsFor
             records.append(record)
         }
-        return try await JobInserter(store: backend).insert(records, dependencies: dependencies)
+        let ids = try await JobInserter(store: backend).insert(records, dependencies: dependencies)
+        (backend as? any BroadcastingChanges)?.beacons.submissions.post()
+        return ids
     }
 
     // MARK: Signals
@@ -118,14 +121,19 @@ public struct JobClient: Sendable {
     public func signal<Payload: Encodable & Sendable>(_ jobID: String, name: String, payload: Payload) async throws
         -> JobSignalRecord
     {
-        try await backend.sendSignal(
-            to: jobID, name: name, payload: try JobSignalRecord.encode(payload), at: clock.date())
+        try await signal(jobID, name: name, data: try JobSignalRecord.encode(payload))
     }
 
     /// Sends a signal without a payload; see ``signal(_:name:payload:)``.
     @discardableResult
     public func signal(_ jobID: String, name: String) async throws -> JobSignalRecord {
-        try await backend.sendSignal(to: jobID, name: name, payload: nil, at: clock.date())
+        try await signal(jobID, name: name, data: nil)
+    }
+
+    private func signal(_ jobID: String, name: String, data: Data?) async throws -> JobSignalRecord {
+        let sent = try await backend.sendSignal(to: jobID, name: name, payload: data, at: clock.date())
+        (backend as? any BroadcastingChanges)?.beacons.submissions.post()
+        return sent
     }
 
     // MARK: Reading
@@ -144,22 +152,36 @@ public struct JobClient: Sendable {
     ///   `CancellationError`, a store error.
     public func wait(for id: String, timeout: Duration? = nil) async throws -> TaskRecord {
         let deadline = timeout.map { clock.now() + $0 }
+        // A commit of a store of the database in this process wakes the wait at once; others are polled.
+        let commits = (backend as? any BroadcastingChanges)?.beacons.commits
         var lastCounter: Int64?
         var lastRead = Duration.zero
         var first = true
+        // A commit of this process since the last read (the store's own connection's commits do not move its
+        // counter: a JobClient on an executor's own store sees them this way).
+        var posted = false
         while true {
             try Task.checkCancellation()
+            let seen = commits?.generation
             let counter = try await backend.changeCounter()
             let now = clock.now()
-            if first || counter != lastCounter || now - lastRead >= .seconds(1) {
+            if first || posted || counter != lastCounter || now - lastRead >= .seconds(1) {
                 first = false
+                posted = false
                 lastCounter = counter
                 lastRead = now
                 guard let record = try await backend.task(id: id) else { throw ProgressionError.notFound(taskID: id) }
                 if record.status.isFinished { return record }
             }
             if let deadline, now >= deadline { throw JobWaitTimeoutError(id: id, timeout: timeout ?? .zero) }
-            try await clock.sleep(configuration.pollInterval)
+            var wait = configuration.pollInterval
+            if let deadline { wait = min(wait, deadline - now) }
+            if let commits, let seen {
+                await commits.wait(after: seen, timeout: wait, clock: clock)
+                posted = commits.generation != seen
+            } else {
+                try await clock.sleep(wait)
+            }
         }
     }
 

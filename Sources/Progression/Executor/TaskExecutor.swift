@@ -69,8 +69,9 @@ public actor TaskExecutor {
         /// A schedule's tick that a worker sees later than this is missed (its schedule's ``MissedTicks`` policy
         /// decides): a worker that starts a little after a tick still runs it.
         public var scheduleGrace: Duration = .seconds(60)
-        /// How often the executor checks the store for control requests of another process (a cheap check of
-        /// SQLite's `data_version` when nothing changed).
+        /// How often the executor checks the store for control requests and jobs of another process (a cheap check
+        /// of SQLite's `data_version` when nothing changed). A ``JobClient`` of this process on the same database says
+        /// when it submitted: the executor looks for work at once then.
         public var controlPollInterval: Duration = .milliseconds(100)
         /// How often the owner's heartbeat is written; an owner on another host whose heartbeat is older than
         /// `ownerStaleAfter` is dead.

@@ -2,7 +2,7 @@ import Foundation
 
 /// A ``TaskStore`` in memory: the same rules as ``SQLiteTaskStore`` (identities, constraints, compare-and-set, whole
 /// transactions), nothing durable. For tests, and for work that need not outlive the process.
-public actor InMemoryTaskStore: TaskStoreBackend {
+public actor InMemoryTaskStore: TaskStoreBackend, BroadcastingChanges {
     private struct State {
         var tasks: [String: TaskRecord] = [:]
         /// Insertion order, for stable listings.
@@ -58,6 +58,9 @@ public actor InMemoryTaskStore: TaskStoreBackend {
     private var state = State()
 
     /// An empty store.
+    /// Its own: no other store shares its memory.
+    package nonisolated let beacons = StoreBeacons()
+
     public init() {}
 
     // MARK: Writing
@@ -688,6 +691,7 @@ public actor InMemoryTaskStore: TaskStoreBackend {
             let value = try body(&state)
             state.journal.removeAll(keepingCapacity: true)
             state.changes += 1
+            beacons.commits.post()
             return value
         } catch {
             let journal = state.journal

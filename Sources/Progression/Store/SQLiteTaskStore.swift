@@ -16,7 +16,7 @@ import ProgressionSQLite
 /// let store = try SQLiteTaskStore(path: "/var/lib/myservice/tasks.sqlite")
 /// let executor = TaskExecutor(store: store)
 /// ```
-public actor SQLiteTaskStore: TaskStoreBackend {
+public actor SQLiteTaskStore: TaskStoreBackend, BroadcastingChanges {
     /// How the database is opened.
     public struct Configuration: Sendable {
         /// How commits reach the disk (SQLite's `synchronous` setting, in WAL mode).
@@ -59,6 +59,8 @@ public actor SQLiteTaskStore: TaskStoreBackend {
     var updateStatements: [UInt64: SQLiteStatement] = [:]
     /// Checkpoints the log off the commit path (`nil` when read-only).
     let checkpointer: WALCheckpointer?
+    /// Shared with every store of this file in the process: posted after each commit.
+    package nonisolated let beacons: StoreBeacons
 
     /// The store's dispatch queue: its statements never block Swift's cooperative thread pool.
     public nonisolated var unownedExecutor: UnownedSerialExecutor { queue.asUnownedSerialExecutor() }
@@ -96,6 +98,7 @@ public actor SQLiteTaskStore: TaskStoreBackend {
         } catch let error as SQLiteError {
             throw Self.storeError(error, path: path)
         }
+        beacons = StoreBeacons.forDatabase(StoreBeacons.key(ofFile: path))
         if configuration.readOnly {
             checkpointer = nil
         } else {
@@ -211,7 +214,9 @@ public actor SQLiteTaskStore: TaskStoreBackend {
 
     /// Runs `body` in an immediate transaction; cancellation interrupts it and rolls it back.
     func write<T>(_ body: (SQLiteConnection) throws -> T) async throws -> T {
-        try await read { connection in try connection.transaction { try body(connection) } }
+        let result = try await read { connection in try connection.transaction { try body(connection) } }
+        beacons.commits.post()
+        return result
     }
 
     /// Runs `body`; cancellation interrupts the statement it runs. SQLite errors become ``TaskStoreError``s.
