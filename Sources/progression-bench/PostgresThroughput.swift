@@ -11,7 +11,16 @@ import ProgressionPostgresTestSupport
 /// of its own, dropped after it.
 enum PostgresThroughput {
     /// The scenarios, each on a server of its own; `--only postgres` selects them all.
-    static let scenarios = [jobsScenario, recoveryScenario, fleetScenario, fanoutScenario, soakScenario]
+    static let scenarios = [jobsScenario, recoveryScenario, fleetScenario, fanoutScenario, soakScenario, latencyScenario]
+
+    /// The latency of one job, as on SQLite (``JobLatency``).
+    static let latencyScenario = Scenario(
+        name: "postgres-latency", group: "postgres", keys: JobLatency.keys("_postgres")
+    ) { context in
+        try await withServer(context) { base in
+            try await JobLatency.figures(on: { database(base: base) }, suffix: "_postgres", p50Target: 3, context: context)
+        }
+    }
 
     /// Running for months, as on SQLite (``SoakBench``).
     static let soakScenario = Scenario(name: "postgres-soak", group: "postgres", keys: SoakBench.keys("_postgres")) {

@@ -50,5 +50,6 @@ struct Scenario: Sendable {
         ResidentMemory.scenario,
         SoakBench.scenario,
         HousekeepingCost.scenario,
+        JobLatency.scenario,
     ]
 }
