@@ -196,7 +196,8 @@ public final class PostgresTaskStore: TaskStoreBackend, BroadcastingChanges, Ser
         encoder.outputFormatting = [.sortedKeys]
         self.encoder = encoder
         client = PostgresClient(configuration: Self.clientConfiguration(configuration, names: names), backgroundLogger: logger)
-        let beacons = StoreBeacons.forDatabase("postgres:" + configuration.displayURL)
+        // The URL names a socket's directory, not its port: the port is part of the address.
+        let beacons = StoreBeacons.forDatabase("postgres:\(configuration.displayURL)#\(configuration.port)")
         self.beacons = beacons
         changes = PostgresChangeListener(pollInterval: configuration.changePollInterval, commits: beacons.commits)
     }

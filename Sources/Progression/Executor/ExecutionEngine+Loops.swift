@@ -227,9 +227,12 @@ extension ExecutionEngine {
         // A producer of this process that committed work (a JobClient on a store of the same database) says so: the
         // claims look at once rather than at the next poll.
         let submissions = (store as? any BroadcastingChanges)?.beacons.submissions
+        // The look at the store's counter (and the reads it leads to) stays once per interval, however many
+        // submissions wake the loop between: those only start claims.
+        var nextLook = clock.now()
         while !Task.isCancelled {
             let seen = submissions?.generation
-            if let counter = try? await store.changeCounter(), counter != lastCounter {
+            if clock.now() >= nextLook, let counter = try? await store.changeCounter(), counter != lastCounter {
                 lastCounter = counter
                 await applyControlRequests()
                 await refreshPausedKinds()
@@ -239,16 +242,25 @@ extension ExecutionEngine {
                 scheduleSignal.signal()
                 treeSignal.signal()
             }
+            if clock.now() >= nextLook { nextLook = clock.now() + configuration.controlPollInterval }
             guard let submissions, let seen else {
-                do { try await clock.sleep(configuration.controlPollInterval) } catch { return }
+                do { try await clock.sleepUntil(nextLook) } catch { return }
                 continue
             }
-            await submissions.wait(after: seen, timeout: configuration.controlPollInterval, clock: clock)
+            await submissions.wait(after: seen, timeout: max(.zero, nextLook - clock.now()), clock: clock)
             if submissions.generation != seen {
                 storeChanged.store(true, ordering: .relaxed)
                 claimSignal.signal()
             }
         }
+    }
+
+    /// Jobs (or a signal) written to the store for any worker: this executor's claims look at once, and so do those of
+    /// the other executors of the database in this process.
+    func noteNewWorkInStore() {
+        storeChanged.store(true, ordering: .relaxed)
+        claimSignal.signal()
+        (store as? any BroadcastingChanges)?.beacons.submissions.post()
     }
 
     /// Stops the code of child jobs running here that the store no longer gives this executor: their parent's end or

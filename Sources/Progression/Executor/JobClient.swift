@@ -143,6 +143,9 @@ public struct JobClient: Sendable {
         try await backend.task(id: id)
     }
 
+    /// The least time between two reads of a waited job that commits of this process caused.
+    static let leastSpacingOfReads = Duration.microseconds(250)
+
     /// Waits until the job has finished (completed, failed or cancelled) and returns it as stored.
     ///
     /// - Parameters:
@@ -179,6 +182,12 @@ public struct JobClient: Sendable {
             if let commits, let seen {
                 await commits.wait(after: seen, timeout: wait, clock: clock)
                 posted = commits.generation != seen
+                // Commits of a busy process come thousands a second: a waiter reads its job for them at most once
+                // every 250 µs (a job that ended is then read at most that late).
+                let sinceRead = clock.now() - lastRead
+                if posted, sinceRead < Self.leastSpacingOfReads {
+                    try await clock.sleep(Self.leastSpacingOfReads - sinceRead)
+                }
             } else {
                 try await clock.sleep(wait)
             }
@@ -432,6 +441,10 @@ struct JobInserter {
                 // Another process inserted one of the keys meanwhile: read them again.
                 continue
             } catch let error as TaskStoreError where error.reason == .conflict {
+                // Nothing was inserted: name the id that is taken (not the batch's first, which may be free).
+                for record in inserts where try await store.task(id: record.id) != nil {
+                    throw ProgressionError.duplicateID(record.id)
+                }
                 throw ProgressionError.duplicateID(inserts.first?.id ?? "")
             }
         }

@@ -121,7 +121,9 @@ extension TaskExecutor {
             id: id, kind: kind, input: data, kindOptions: job.options, now: engine.now())
         if record.nextAttemptAt != nil || job.maxConcurrent != nil {
             // It waits in the store (a later time, jobs to run after, a limit that claims count): any worker claims it.
-            return try await JobInserter(store: engine.store).insert([record], dependencies: dependencies)[0]
+            let stored = try await JobInserter(store: engine.store).insert([record], dependencies: dependencies)[0]
+            engine.noteNewWorkInStore()
+            return stored
         }
         let (handles, sequence) = try engine.addRoots([
             NewRoot(record: record, body: { context in try await job.run(data, context) })
@@ -155,16 +157,16 @@ extension TaskExecutor {
 
     private func signal(_ jobID: String, name: String, data: Data?) async throws -> JobSignalRecord {
         let sent = try await engine.store.sendSignal(to: jobID, name: name, payload: data, at: engine.now())
-        engine.storeChanged.store(true, ordering: .relaxed)
-        engine.claimSignal.signal()
+        engine.noteNewWorkInStore()
         return sent
     }
 
     /// Submits many jobs of one kind in one commit (instead of one each), each with its ``JobOptions`` (those of
     /// ``JobClient/submit(_:inputs:options:)``). Returns their ids in the order of `inputs`, once every row is
     /// committed; a job whose idempotency key exists already (or comes twice in `inputs`) is not added again and the
-    /// existing one's id is returned in its place. Jobs that wait (a run-at time, a delay, jobs to run after) or whose
-    /// kind has a limit are written in one transaction for any worker to claim; the others start here as slots free.
+    /// existing one's id is returned in its place. A batch where a job waits (a run-at time, a delay, jobs to run
+    /// after) or has an id of its own, or whose kind has a limit, is written in one transaction for any worker to claim
+    /// (all or nothing); the others start here as slots free.
     ///
     /// ```swift
     /// let ids = try await executor.submit("resize", inputs: files) { JobOptions(idempotencyKey: $0.path) }
@@ -183,6 +185,7 @@ extension TaskExecutor {
         var roots: [NewRoot] = []
         var dependencies: [JobDependency] = []
         var seenKeys: Set<String> = []
+        var givenIDs: Set<String> = []
         for input in inputs {
             let jobOptions = options(input)
             let key = jobOptions.idempotencyKey
@@ -198,6 +201,7 @@ extension TaskExecutor {
                 }
             }
             let data = try JobInputLimit.encode(input, kind: kind, limit: engine.configuration.maxInputBytes)
+            if let given = jobOptions.id, !givenIDs.insert(given).inserted { throw ProgressionError.duplicateID(given) }
             let id = if let id = jobOptions.id { id } else { try await engine.identifiers.next() }
             let (record, waitsFor) = try jobOptions.job(
                 id: id, kind: kind, input: data, kindOptions: job.options, now: now)
@@ -206,10 +210,12 @@ extension TaskExecutor {
             roots.append(NewRoot(record: record, body: { context in try await job.run(data, context) }))
         }
         var conflicted: Set<String> = []
-        if job.maxConcurrent != nil || roots.contains(where: { $0.record.nextAttemptAt != nil }) {
-            // Some wait in the store (or a limit that claims count): all go there, in one transaction.
+        if job.maxConcurrent != nil || !givenIDs.isEmpty || roots.contains(where: { $0.record.nextAttemptAt != nil }) {
+            // Some wait in the store (or a limit that claims count), or an id given may be taken: all go there, in one
+            // transaction that fails whole (in memory, rows are written one by one and a taken id found after).
             let stored = try await JobInserter(store: engine.store).insert(roots.map(\.record), dependencies: dependencies)
             conflicted = Set(zip(roots, stored).filter { $0.0.record.id != $0.1 }.map(\.0.record.id))
+            engine.noteNewWorkInStore()
         } else {
             let (handles, sequence) = try engine.addRoots(roots)
             conflicted = Set(try await engine.commitNewRoots(handles, sequence: sequence))

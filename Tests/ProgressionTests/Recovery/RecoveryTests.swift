@@ -302,8 +302,12 @@ struct BatchSubmitTests {
         let later = try #require(try await executor.store.task(id: ids[3]))
         #expect(later.name == "later" && later.status == .pending && later.waitReason == .runAt)
         #expect(later.nextAttemptAt == clock.wallClockNow.addingTimeInterval(3_600))
-        try await executor.runEnded("first")
-        try await executor.runEnded(ids[1])
+        // Written to the store (the batch has a job that waits): claimed at once, without a poll (the clock stands).
+        for id in ["first", ids[1]] {
+            try await poll("job \(id) to complete", timeout: .seconds(60)) {
+                try await executor.store.task(id: id)?.status == .completed
+            }
+        }
         // Jobs to run after another: marked waiting for it, in a batch and alone.
         let after = try await executor.submit("add", inputs: [Input(number: 7)]) { _ in JobOptions(after: [later.id]) }
         let alone = try await executor.submit("add", input: Input(number: 8), options: JobOptions(after: [later.id]))
@@ -317,6 +321,20 @@ struct BatchSubmitTests {
             try await executor.submit("add", inputs: [Input(number: 5), Input(number: 6)]) { input in
                 input.number == 5 ? JobOptions() : JobOptions(runAt: Date(), delay: .seconds(1))
             }
+        }
+        #expect(try await executor.store.countRoots(TaskQuery(kind: "add"), upTo: nil) == before)
+        // An id given twice, or one that is taken, fails the whole batch: nothing of it is added.
+        for taken in [["x", "x"], ["y", "first"]] {
+            let error = await #expect(throws: ProgressionError.self) {
+                try await executor.submit("add", inputs: [Input(number: 9), Input(number: 10)]) { input in
+                    JobOptions(id: input.number == 9 ? taken[0] : taken[1])
+                }
+            }
+            guard case .duplicateID(taken[1]) = error else {
+                Issue.record("\(String(describing: error)) is not duplicateID(\(taken[1]))")
+                continue
+            }
+            #expect(try await executor.store.task(id: taken[0]) == nil)
         }
         #expect(try await executor.store.countRoots(TaskQuery(kind: "add"), upTo: nil) == before)
         await executor.shutdown()
