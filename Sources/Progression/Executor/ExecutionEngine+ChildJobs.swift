@@ -21,6 +21,7 @@ extension ExecutionEngine {
     func startChildJobs(_ handle: NodeHandle, _ requests: [ChildJobRequest]) async throws -> [ChildJobReference] {
         try Task.checkCancellation()
         guard !requests.isEmpty else { return [] }
+        let jobTrees = try capabilities.jobTreesOrRefusal
         for request in requests {
             guard request.weight.isFinite, request.weight > 0 else {
                 throw ProgressionError.invalidProgressValue(
@@ -38,9 +39,15 @@ extension ExecutionEngine {
         for kind in Set(requests.map(\.kind)).sorted() {
             if let registered = registry.kind(kind) { kindOptions[kind] = registered.options } else { unknown.append(kind) }
         }
-        if !unknown.isEmpty {
+        if !unknown.isEmpty, capabilities.fleet == nil,
+            let kind = unknown.first(where: { kind in !requests.contains { $0.kind == kind && $0.allowsUnregisteredKind } })
+        {
+            // Without the fleet's kinds, a kind not registered here is not known to exist.
+            throw ProgressionError.unknownKind(kind)
+        }
+        if !unknown.isEmpty, let fleet = capabilities.fleet {
             var stored: [String: StoredKind] = [:]
-            try await retryingStorage("reading the registered kinds") { stored = try await store.registeredKinds() }
+            try await retryingStorage("reading the registered kinds") { stored = try await fleet.registeredKinds() }
             for kind in unknown {
                 if let known = stored[kind] {
                     kindOptions[kind] = known.options
@@ -61,7 +68,7 @@ extension ExecutionEngine {
         var earlierChildren: [String: TaskRecord] = [:]
         if !earlier.isEmpty {
             var rows: [TaskRecord] = []
-            try await retryingStorage("reading child jobs") { rows = try await store.tasks(ids: earlier) }
+            try await retryingStorage("reading child jobs") { rows = try await jobTrees.tasks(ids: earlier) }
             for row in rows { earlierChildren[row.id] = row }
         }
         var identifiers: Range<Int64> = 0..<0
@@ -106,12 +113,13 @@ extension ExecutionEngine {
         guard !ids.isEmpty else { return [] }
         try await waitWhilePaused(handle)
         try Task.checkCancellation()
+        let jobTrees = try capabilities.jobTreesOrRefusal
         try locked { state throws(ProgressionError) in try state.checkChildren(ids, under: handle) }
         // What the children's own rows say now (their links follow them a moment later): a child that finished a
         // moment ago is seen without waiting, and a link's row that the tree keeper wrote from the child's earlier
         // attempt (the child cancelled, then run again here) is never taken for its end.
         var rows: [TaskRecord] = []
-        try await retryingStorage("reading child jobs") { rows = try await store.tasks(ids: ids) }
+        try await retryingStorage("reading child jobs") { rows = try await jobTrees.tasks(ids: ids) }
         let now = now()
         let decision = try locked { state throws(ProgressionError) in
             state.applyChildRows(rows, now: now)
@@ -132,7 +140,9 @@ extension ExecutionEngine {
     /// their state into their links in memory, so that a running parent's progress moves with children on other hosts.
     func refreshLinks() async {
         let ids = locked { $0.unfinishedChildIDs(limit: 2_000) }
-        guard !ids.isEmpty, let rows = try? await store.tasks(ids: ids) else { return }
+        guard !ids.isEmpty, let jobTrees = capabilities.jobTrees, let rows = try? await jobTrees.tasks(ids: ids) else {
+            return
+        }
         let now = now()
         locked { $0.applyChildRows(rows, now: now) }
         publisherSignal.signal()
@@ -144,6 +154,7 @@ extension ExecutionEngine {
     /// wait for it (`CancellationError`).
     func waitForSignal(_ handle: NodeHandle, _ name: String, timeout: Duration?) async throws -> Data? {
         try JobSignalRecord.checkName(name)
+        let jobTrees = try capabilities.jobTreesOrRefusal
         if let timeout, timeout < .zero {
             throw ProgressionError.invalidArgument("a signal's timeout cannot be negative (\(timeout))")
         }
@@ -169,7 +180,7 @@ extension ExecutionEngine {
         var taken: JobSignalRecord?
         do {
             try await retryingStorage("taking a signal") {
-                taken = try await store.takeSignal(
+                taken = try await jobTrees.takeSignal(
                     job: look.rootID, name: name, step: look.stepID, owner: ownerID, at: self.now())
             }
         } catch let error as TaskStoreError where error.reason == .conflict {

@@ -88,11 +88,13 @@ extension ExecutionEngine {
             let record = try await store.owners().first(where: { $0.id == owner }),
             record.liveness(now: now(), staleAfter: configuration.ownerStaleAfter, host: configuration.hostName).isAlive
         {
-            let id = try await store.addControlRequest(
+            let queue = try capabilities.require(
+                capabilities.controlQueue, to: "ask another executor to change a task it holds")
+            let id = try await queue.addControlRequest(
                 ControlRequest(taskID: taskID, action: action, ownerID: owner, requestedAt: now()))
             let deadline = clock.now() + configuration.controlAnswerTimeout
             while clock.now() < deadline {
-                if let handled = try await store.controlRequest(id: id), let outcome = handled.outcome {
+                if let handled = try await queue.controlRequest(id: id), let outcome = handled.outcome {
                     guard outcome == "applied" else {
                         throw ProgressionError.refusedByOwner(taskID: taskID, owner: owner, reason: outcome)
                     }

@@ -105,10 +105,12 @@ extension ExecutionEngine {
                 if sequence != sequenceAtCheckpoint {
                     sequenceAtCheckpoint = sequence
                     truncated = false
-                    try? await store.maintain(.passiveCheckpoint)
+                    try? await capabilities.housekeeping?.maintain(.passiveCheckpoint)
                 } else if !truncated {
                     // Briefly: a reader of another process (progressctl watch) must not hold this executor's writes.
-                    truncated = (try? await store.maintain(.truncatingCheckpoint(patience: .milliseconds(50)))) != nil
+                    truncated =
+                        (try? await capabilities.housekeeping?.maintain(
+                            .truncatingCheckpoint(patience: .milliseconds(50)))) != nil
                 }
             }
         }
@@ -118,6 +120,10 @@ extension ExecutionEngine {
     func runRetention() async {
         let policy = configuration.retention
         guard policy.deletesAnything else { return }
+        guard capabilities.housekeeping != nil else {
+            logger.notice("retention: this store cannot delete finished jobs; they are kept")
+            return
+        }
         while !Task.isCancelled {
             await retentionTurn(policy)
             do { try await clock.sleep(policy.interval) } catch { return }
@@ -130,16 +136,17 @@ extension ExecutionEngine {
     func retentionTurn(_ policy: RetentionPolicy) async -> [TaskStatus: Int] {
         let now = now()
         var deleted: [TaskStatus: Int] = [:]
+        guard let housekeeping = capabilities.housekeeping else { return [:] }
         do {
             guard
-                try await store.takeDutyTurn(
+                try await housekeeping.takeDutyTurn(
                     "retention", owner: ownerID, now: now, nextAt: now.addingTimeInterval(policy.interval.seconds))
             else { return [:] }
             var batches = 0
             for (status, cutoff) in policy.cutoffs(at: now) {
                 while batches < policy.maxBatchesPerTurn, !Task.isCancelled {
                     batches += 1
-                    let result = try await store.prune(
+                    let result = try await housekeeping.prune(
                         finishedBefore: cutoff, statuses: [status], dryRun: false, limit: policy.batchSize)
                     deleted[status, default: 0] += result.roots
                     metrics.retentionDeleted[status]?.increment(by: result.roots)
@@ -166,6 +173,10 @@ extension ExecutionEngine {
     /// interval; another takes it once it has not for two).
     func runGauges() async {
         guard let interval = configuration.gaugeInterval, interval > .zero else { return }
+        guard let store = capabilities.backend else {
+            logger.notice("gauges: this store cannot count the fleet's jobs; no gauges are recorded")
+            return
+        }
         let reporter = FleetGaugeReporter(factory: metrics.factory)
         while !Task.isCancelled {
             let now = now()
@@ -232,8 +243,9 @@ extension ExecutionEngine {
         var nextLook = clock.now()
         while !Task.isCancelled {
             let seen = submissions?.generation
-            if clock.now() >= nextLook, let counter = try? await store.changeCounter(), counter != lastCounter {
-                lastCounter = counter
+            if clock.now() >= nextLook, let counter = await changeCounter(), counter != lastCounter {
+                // A store without a change counter is read at each look.
+                lastCounter = capabilities.housekeeping == nil ? nil : counter
                 await applyControlRequests()
                 await refreshPausedKinds()
                 await checkChildJobsHeld()
@@ -255,6 +267,12 @@ extension ExecutionEngine {
         }
     }
 
+    /// The store's change counter; `Int64.min` when the store has none (every look reads), `nil` when it failed.
+    private func changeCounter() async -> Int64? {
+        guard let housekeeping = capabilities.housekeeping else { return .min }
+        return try? await housekeeping.changeCounter()
+    }
+
     /// Jobs (or a signal) written to the store for any worker: this executor's claims look at once, and so do those of
     /// the other executors of the database in this process.
     func noteNewWorkInStore() {
@@ -272,7 +290,8 @@ extension ExecutionEngine {
                     && root.committed.ownerID == self.ownerID
             }.prefix(1_000).map(\.record.id)
         }
-        guard !ids.isEmpty, let rows = try? await store.tasks(ids: Array(ids)) else { return }
+        guard !ids.isEmpty, let jobTrees = capabilities.jobTrees, let rows = try? await jobTrees.tasks(ids: Array(ids))
+        else { return }
         // Another owner's: the job was claimed away (this executor's lease went stale), which is a lost lease, said as
         // such; no owner (or no row): its parent's end or pause took it back.
         let owners = Dictionary(rows.map { ($0.id, $0.ownerID) }, uniquingKeysWith: { first, _ in first })
@@ -284,7 +303,7 @@ extension ExecutionEngine {
 
     /// Reads the kinds paused across the fleet; a kind resumed lets its queued roots start.
     func refreshPausedKinds() async {
-        guard let paused = try? await store.pausedKinds() else { return }
+        guard let fleet = capabilities.fleet, let paused = try? await fleet.pausedKinds() else { return }
         let names = Set(paused.keys)
         let now = now()
         let dispatch = locked { state -> Dispatch in
@@ -296,7 +315,8 @@ extension ExecutionEngine {
     }
 
     func applyControlRequests() async {
-        guard let requests = try? await store.pendingControlRequests(for: ownerID) else { return }
+        guard let queue = capabilities.controlQueue, let requests = try? await queue.pendingControlRequests(for: ownerID)
+        else { return }
         for request in requests {
             var outcome = "applied"
             do {
@@ -323,7 +343,7 @@ extension ExecutionEngine {
             logger.info(
                 "control request",
                 metadata: ["task": "\(request.taskID)", "action": "\(request.action)", "outcome": "\(outcome)"])
-            try? await store.completeControlRequest(id: request.id, outcome: outcome, at: now())
+            try? await queue.completeControlRequest(id: request.id, outcome: outcome, at: now())
         }
     }
 
@@ -332,6 +352,7 @@ extension ExecutionEngine {
     /// a job that began to wait — when this executor wrote one, when another process committed, and every recovery
     /// interval. Every worker runs it; the store lets one pass run at a time.
     func runTreeKeeper() async {
+        guard let jobTrees = capabilities.jobTrees else { return }
         var limit = TreeKeeperPassLimit()
         while !Task.isCancelled {
             await treeSignal.wait(timeout: configuration.recoveryInterval, clock: clock)
@@ -341,7 +362,7 @@ extension ExecutionEngine {
             do {
                 while !Task.isCancelled {
                     let asked = limit.changes
-                    let taken = try await store.resolveJobTrees(at: now(), limit: asked)
+                    let taken = try await jobTrees.resolveJobTrees(at: now(), limit: asked)
                     total += taken
                     limit.succeeded(taking: taken)
                     if taken < asked { break }
@@ -386,7 +407,8 @@ extension ExecutionEngine {
                 // It filled every free slot: more may wait; look again as soon as a slot frees.
                 storeChanged.store(true, ordering: .relaxed)
             } else {
-                nextWake = try? await store.nextWaitingTime(after: now())
+                // Without the fleet's capability, a job that waits for its time is found by the next interval's look.
+                nextWake = try? await capabilities.fleet?.nextWaitingTime(after: now())
             }
         }
     }

@@ -13,7 +13,9 @@ import Synchronization
 /// (`StoreWriter.swift`).
 final class ExecutionEngine: Sendable {
     let state: Mutex<GraphState>
-    let store: any TaskStoreBackend
+    let store: any TaskStoreCore
+    /// What the store can do beyond running jobs on one host (``TaskStoreCore``): asked once, here.
+    let capabilities: StoreCapabilities
     let ownerID: String
     /// When this executor started, as its owner record says: the wall clock's time even when the executor runs on a
     /// clock of its own (``TaskExecutor/Configuration/clock``), since an executor of the same host compares it with
@@ -56,8 +58,9 @@ final class ExecutionEngine: Sendable {
 
     var logger: Logger { configuration.logger }
 
-    init(store: any TaskStoreBackend, ownerID: String, configuration: TaskExecutor.Configuration) {
+    init(store: any TaskStoreCore, ownerID: String, configuration: TaskExecutor.Configuration) {
         self.store = store
+        capabilities = StoreCapabilities(store)
         self.ownerID = ownerID
         self.configuration = configuration
         let clock = TaskClock(configuration.clock)

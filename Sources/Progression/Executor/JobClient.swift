@@ -378,7 +378,7 @@ enum JobInputLimit {
 /// Inserts jobs that wait in the store, unowned, for any worker to claim: a producer's, a delayed job, a job of a
 /// kind limited across the fleet.
 struct JobInserter {
-    let store: any TaskStoreBackend
+    let store: any TaskStoreCore
 
     /// Inserts `records` with their creation events in one transaction, with the `dependencies` of those that run after
     /// others. A record whose kind and idempotency key exist already is not inserted: the existing job's id takes its
@@ -389,6 +389,10 @@ struct JobInserter {
     func insert(_ records: [TaskRecord], dependencies: [JobDependency] = []) async throws -> [String] {
         for record in records { try record.options.check() }
         if !dependencies.isEmpty {
+            guard store is any JobTreeStore else {
+                throw ProgressionError.storeCannot(
+                    store: String(describing: type(of: store)), action: "keep child jobs, dependencies or signals")
+            }
             var graph: [String: [String]] = [:]
             for dependency in dependencies { graph[dependency.jobID, default: []].append(dependency.dependsOn) }
             if let cycle = JobDependencyError.cycle(in: graph) { throw JobDependencyError.cycle(cycle) }
@@ -432,8 +436,8 @@ struct JobInserter {
                 let kept = dependencies.filter { inserted.contains($0.jobID) }
                 if kept.isEmpty {
                     try await store.insert(inserts, events: events)
-                } else {
-                    try await store.insert(inserts, events: events, dependencies: kept)
+                } else if let jobTrees = store as? any JobTreeStore {
+                    try await jobTrees.insert(inserts, events: events, dependencies: kept)
                 }
                 for (record, index) in zip(inserts, positions) { ids[index] = record.id }
                 break

@@ -71,6 +71,8 @@ extension TaskExecutor {
         if let maxConcurrent, maxConcurrent < 1 {
             throw ProgressionError.invalidArgument("the limit of kind '\(kind)' must be at least 1, not \(maxConcurrent)")
         }
+        // A kind's limit is counted by the claims, from the kinds the fleet's store records.
+        if maxConcurrent != nil { _ = try engine.capabilities.require(engine.capabilities.fleet, to: "limit a kind's jobs") }
         try options.check()
         try version?.check(kind: kind)
         try engine.registry.register(
@@ -112,7 +114,7 @@ extension TaskExecutor {
         guard let job = engine.registry.kind(kind) else { throw ProgressionError.unknownKind(kind) }
         try startIfNeeded()
         let idempotencyKey = jobOptions.idempotencyKey
-        if let idempotencyKey, let existing = try await store.root(kind: kind, idempotencyKey: idempotencyKey) {
+        if let idempotencyKey, let existing = try await engine.store.root(kind: kind, idempotencyKey: idempotencyKey) {
             return existing.id
         }
         let data = try JobInputLimit.encode(input, kind: kind, limit: engine.configuration.maxInputBytes)
@@ -130,7 +132,7 @@ extension TaskExecutor {
         ])
         guard try await engine.commitNewRoots(handles, sequence: sequence).isEmpty else {
             // The same key submitted meanwhile (by another process): that job is the one.
-            if let idempotencyKey, let existing = try await store.root(kind: kind, idempotencyKey: idempotencyKey) {
+            if let idempotencyKey, let existing = try await engine.store.root(kind: kind, idempotencyKey: idempotencyKey) {
                 return existing.id
             }
             throw ProgressionError.duplicateID(id)
@@ -156,7 +158,7 @@ extension TaskExecutor {
     }
 
     private func signal(_ jobID: String, name: String, data: Data?) async throws -> JobSignalRecord {
-        let sent = try await engine.store.sendSignal(to: jobID, name: name, payload: data, at: engine.now())
+        let sent = try await engine.capabilities.jobTreesOrRefusal.sendSignal(to: jobID, name: name, payload: data, at: engine.now())
         engine.noteNewWorkInStore()
         return sent
     }
@@ -191,7 +193,7 @@ extension TaskExecutor {
             let key = jobOptions.idempotencyKey
             keys.append(key)
             if let key {
-                if let existing = try await store.root(kind: kind, idempotencyKey: key) {
+                if let existing = try await engine.store.root(kind: kind, idempotencyKey: key) {
                     ids.append(existing.id)
                     continue
                 }
@@ -225,7 +227,7 @@ extension TaskExecutor {
             let key = keys[index]
             if let id, !conflicted.contains(id) {
                 result.append(id)
-            } else if let key, let existing = try await store.root(kind: kind, idempotencyKey: key) {
+            } else if let key, let existing = try await engine.store.root(kind: kind, idempotencyKey: key) {
                 result.append(existing.id)
             } else if let id {
                 throw ProgressionError.duplicateID(id)
@@ -240,7 +242,7 @@ extension TaskExecutor {
     /// ``resumeKind(_:)``. Returns whether it was running.
     @discardableResult
     public func pauseKind(_ kind: String) async throws -> Bool {
-        let changed = try await engine.store.setKindPaused(kind, paused: true, at: engine.now())
+        let changed = try await engine.capabilities.fleetOrRefusal.setKindPaused(kind, paused: true, at: engine.now())
         await engine.refreshPausedKinds()
         return changed
     }
@@ -248,7 +250,7 @@ extension TaskExecutor {
     /// Lets a paused job kind start jobs again. Returns whether it was paused.
     @discardableResult
     public func resumeKind(_ kind: String) async throws -> Bool {
-        let changed = try await engine.store.setKindPaused(kind, paused: false, at: engine.now())
+        let changed = try await engine.capabilities.fleetOrRefusal.setKindPaused(kind, paused: false, at: engine.now())
         await engine.refreshPausedKinds()
         engine.storeChanged.store(true, ordering: .relaxed)
         engine.claimSignal.signal()

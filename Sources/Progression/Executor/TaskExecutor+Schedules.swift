@@ -61,6 +61,7 @@ extension TaskExecutor {
         _ name: String, kind: String, input: Input, cron: String, timeZone: TimeZone = .current,
         missedTicks: MissedTicks = .skip, jobName: String? = nil, options: TaskOptions? = nil
     ) throws {
+        _ = try engine.capabilities.fleetOrRefusal
         let expression = try CronExpression(cron)
         guard !name.isEmpty else { throw ProgressionError.invalidArgument("a schedule needs a name") }
         if case .runEach(let max) = missedTicks, max < 1 {
@@ -83,7 +84,7 @@ extension ExecutionEngine {
     /// Stores the declared schedules (at start).
     func declareSchedules() async throws {
         let declared = declaredSchedules.withLock { Array($0.values) }
-        guard !declared.isEmpty else { return }
+        guard !declared.isEmpty, let fleet = capabilities.fleet else { return }
         let now = now()
         let records = declared.map { schedule in
             ScheduleRecord(
@@ -94,7 +95,7 @@ extension ExecutionEngine {
                 declaredBy: ownerID, updatedAt: now)
         }
         try await retryingStorage("storing schedules") {
-            _ = try await store.saveSchedules(records, at: now)
+            _ = try await fleet.saveSchedules(records, at: now)
         }
         scheduleSignal.signal()
     }
@@ -102,6 +103,7 @@ extension ExecutionEngine {
     /// Fires due ticks of the schedules whose kind this worker registered, then sleeps until the next tick (or until
     /// another process changes the store: a schedule paused, resumed or added).
     func runSchedules() async {
+        guard let fleet = capabilities.fleet else { return }
         var warned: Set<String> = []
         while !Task.isCancelled {
             let (enabled, shutDown) = locked { ($0.schedulerEnabled, $0.isShutDown) }
@@ -109,11 +111,11 @@ extension ExecutionEngine {
             if enabled, !shutDown {
                 let kinds = registry.names
                 do {
-                    let due = try await store.dueSchedules(at: now(), limit: 1_000)
+                    let due = try await fleet.dueSchedules(at: now(), limit: 1_000)
                     for schedule in due where kinds.contains(schedule.kind) {
-                        await fire(schedule, warned: &warned)
+                        await fire(schedule, in: fleet, warned: &warned)
                     }
-                    if let next = try await store.earliestScheduleTick(after: now()) {
+                    if let next = try await fleet.earliestScheduleTick(after: now()) {
                         let millis = max(1, Int64(next.timeIntervalSince(now()) * 1000))
                         wait = min(wait, .milliseconds(millis))
                     }
@@ -128,7 +130,7 @@ extension ExecutionEngine {
     }
 
     /// Fires one schedule's due ticks under its policy for missed ones; another worker that fired them first wins.
-    private func fire(_ schedule: ScheduleRecord, warned: inout Set<String>) async {
+    private func fire(_ schedule: ScheduleRecord, in fleet: any FleetStore, warned: inout Set<String>) async {
         guard let expression = try? CronExpression(schedule.cron), let zone = TimeZone(identifier: schedule.timeZone)
         else {
             if warned.insert(schedule.name).inserted {
@@ -157,7 +159,7 @@ extension ExecutionEngine {
                     message: "\(record.name) (schedule '\(schedule.name)', tick \(tick.formatted(.iso8601)))")
                 return (record, event)
             }
-            guard try await store.fireSchedule(plan) else { return }
+            guard try await fleet.fireSchedule(plan) else { return }
             if !plan.jobs.isEmpty {
                 logger.info(
                     "schedule fired",

@@ -35,7 +35,7 @@ extension TaskExecutor {
         let engine = engine
         try await engine.retryingStorage("registering the owner") {
             try await engine.store.saveOwner(engine.ownerRecord(heartbeatAt: engine.now()))
-            try await engine.store.saveKinds(engine.registry.stored, at: engine.now())
+            try await engine.capabilities.fleet?.saveKinds(engine.registry.stored, at: engine.now())
         }
         try await engine.declareSchedules()
         await engine.refreshPausedKinds()

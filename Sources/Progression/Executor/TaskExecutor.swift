@@ -145,10 +145,17 @@ public actor TaskExecutor {
 
     /// An executor on one of the package's stores.
     package init(backend: any TaskStoreBackend, configuration: Configuration = .init()) {
-        store = backend
+        self.init(core: backend, configuration: configuration)
+    }
+
+    /// An executor on a store that may have no more than the core of one (``TaskStoreCore``): it does without what
+    /// the store lacks, as ``TaskStoreCore`` says; ``store`` reads tasks and trees of such a store, and refuses the
+    /// rest of ``TaskStore``.
+    package init(core: any TaskStoreCore, configuration: Configuration = .init()) {
+        store = core as? any TaskStore ?? CoreStoreReader(core: core)
         let ownerID = configuration.ownerID ?? TaskIdentifier.random()
         self.ownerID = ownerID
-        engine = ExecutionEngine(store: backend, ownerID: ownerID, configuration: configuration)
+        engine = ExecutionEngine(store: core, ownerID: ownerID, configuration: configuration)
     }
 
     /// An executor on the SQLite database at `path` (by default ``SQLiteTaskStore/defaultPath``, whose directory is

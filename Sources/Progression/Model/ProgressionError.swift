@@ -41,6 +41,9 @@ public enum ProgressionError: Error, Sendable, LocalizedError, CustomStringConve
     /// A store an executor or a job client cannot use: any ``TaskStore`` other than this package's (their write side,
     /// with fencing and claims, is the package's own). Such a store can still be read through the ``TaskStore`` API.
     case unsupportedStore(String)
+    /// A store that has only part of what a store can do (one of the package's, in its tests: the core alone) was asked
+    /// for what it cannot do: `store` is its type, `action` what was asked ("pause a kind").
+    case storeCannot(store: String, action: String)
     /// A job's code awaited a job that is not one of its children (started with ``TaskContext/startChild(_:input:options:)``).
     case notAChildJob(taskID: String, jobID: String)
 
@@ -88,6 +91,8 @@ public enum ProgressionError: Error, Sendable, LocalizedError, CustomStringConve
             "Job '\(job)' is not a child job of task '\(id)': a job awaits only the children it started"
         case .unsupportedStore(let type):
             "Progression cannot run or enqueue jobs on a \(type): it needs a SQLiteTaskStore, an InMemoryTaskStore or a PostgresTaskStore"
+        case .storeCannot(let store, let action):
+            "The store (\(store)) cannot \(action); a SQLiteTaskStore, an InMemoryTaskStore or a PostgresTaskStore can"
         }
     }
 

@@ -1,13 +1,44 @@
 import Foundation
 
+/// What a store must do for an executor to run jobs on one host: read a task, its tree and a job by its idempotency
+/// key; write through ``TaskWriting`` (ids, inserts, the writer's batches, lifecycle changes, claims, hand-offs); and
+/// keep the owners' heartbeats (``OwnerRegistry``), by which a restarted executor finds the jobs of the one before
+/// it. Eleven requirements (and ``TaskWriting/writerExecutor``, which has a default); with them an executor runs closures, subtasks and jobs with checkpoints, durable steps,
+/// retries, timeouts, delays and priorities, pauses and cancels them, and resumes a dead owner's jobs.
+///
+/// Everything else is a capability the executor asks the store for (`as?`) and does without:
+/// - ``ControlRequestQueue``: changes asked of a task another executor holds (progressctl, the console, another
+///   executor). Without it such a change is refused with ``ProgressionError/storeCannot(store:action:)``.
+/// - ``StoreHousekeeping``: a change counter (without it the executor reads the store each control interval instead
+///   of when it changed), checkpoints, retention's deletions and the fleet's duties. Without it nothing is deleted
+///   and no gauges are recorded.
+/// - ``FleetStore``: kinds paused fleet-wide, the earliest time a delayed job waits for (without it the executor
+///   looks for due jobs each recovery interval), schedules, and forgetting idle dead owners. Without it pausing a
+///   kind and declaring a schedule are refused.
+/// - ``JobTreeStore``: child jobs, dependencies and signals. Without it they are refused.
+/// - ``BroadcastingChanges``: wakes within the process; without it the executor polls.
+///
+/// The package's three stores have every capability (``TaskStoreBackend``); `CoreOnlyStoreTests` runs the executor on
+/// a store that has none.
+package protocol TaskStoreCore: TaskWriting, OwnerRegistry {
+    /// One task, or `nil`.
+    func task(id: String) async throws -> TaskRecord?
+
+    /// The task and every node below it, parents before children, siblings in creation order.
+    func tree(of id: String) async throws -> [TaskRecord]
+
+    /// The root whose kind and idempotency key are these, if any.
+    func root(kind: String, idempotencyKey: String) async throws -> TaskRecord?
+}
+
 /// The write side of a store: what the executor, its scheduler, progressctl and the benchmark use, and no library user
-/// needs. It is the sum of a few narrow protocols, each a concern of its own: the executor's writes
-/// (``TaskWriting``), the owners (``OwnerRegistry``), requests to change a task held elsewhere
-/// (``ControlRequestQueue``), housekeeping (``StoreHousekeeping``), and the fleet's kinds and schedules
-/// (``FleetStore``). Every method that writes is one transaction: it happens whole or not at all. A store that wraps
-/// another implements ``TaskStoreForwarding`` instead of forwarding each method.
-package protocol TaskStoreBackend: TaskStore, TaskWriting, OwnerRegistry, ControlRequestQueue, StoreHousekeeping,
-    FleetStore, JobTreeStore
+/// needs: the core an executor runs jobs with (``TaskStoreCore``), and every capability beyond it: requests to change
+/// a task held elsewhere (``ControlRequestQueue``), housekeeping (``StoreHousekeeping``), the fleet's kinds and
+/// schedules (``FleetStore``) and job trees (``JobTreeStore``). Every method that writes is one transaction: it
+/// happens whole or not at all. A store that wraps another implements ``TaskStoreForwarding`` instead of forwarding
+/// each method.
+package protocol TaskStoreBackend: TaskStore, TaskStoreCore, ControlRequestQueue, StoreHousekeeping, FleetStore,
+    JobTreeStore
 {}
 
 /// What the executor writes: new tasks, its batches, lifecycle changes, claims.

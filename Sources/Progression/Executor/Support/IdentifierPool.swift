@@ -14,12 +14,12 @@ final class IdentifierPool: Sendable {
     }
 
     private let state = Mutex(State())
-    private let store: any TaskStoreBackend
+    private let store: any TaskStoreCore
     private let clock: TaskClock
     private let onFailure: @Sendable (any Error) -> Void
     static let maximumBlock = 4096
 
-    init(store: any TaskStoreBackend, clock: TaskClock, onFailure: @escaping @Sendable (any Error) -> Void) {
+    init(store: any TaskStoreCore, clock: TaskClock, onFailure: @escaping @Sendable (any Error) -> Void) {
         self.store = store
         self.clock = clock
         self.onFailure = onFailure
