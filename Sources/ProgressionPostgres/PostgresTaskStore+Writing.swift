@@ -350,45 +350,43 @@ extension PostgresTaskStore {
                 try await rows("SELECT name FROM \(names.pausedKinds)", PostgresBindings(), connection: connection) {
                     try $0.decode(String.self)
                 })
-            var room: [String: Int] = [:]
+            var limits: [String: Int] = [:]
             for (name, limit) in try await rows(
                 """
                 SELECT name, max_concurrent FROM \(names.jobKinds) WHERE max_concurrent IS NOT NULL
                 ORDER BY name FOR UPDATE
                 """, PostgresBindings(), connection: connection, { try $0.decode((String, Int).self) })
             where claim.kinds?.contains(name) ?? true {
-                room[name] = limit
+                limits[name] = limit
             }
-            if !room.isEmpty {
+            var owned: [String: Int] = [:]
+            if !limits.isEmpty {
                 for (kind, count) in try await rows(
                     """
                     SELECT kind, count(*) FROM \(names.tasks)
                     WHERE parent_id IS NULL AND finished_at IS NULL AND owner_id IS NOT NULL
                       AND status IN ('running', 'pending') AND kind = ANY($1::text[])
                     GROUP BY kind
-                    """, bindings(room.keys.sorted()), connection: connection, { try $0.decode((String, Int).self) })
+                    """, bindings(limits.keys.sorted()), connection: connection, { try $0.decode((String, Int).self) })
                 {
-                    room[kind] = max(0, (room[kind] ?? 0) - count)
+                    owned[kind] = count
                 }
             }
+            let plan = ClaimPlan(claim, paused: paused, limits: limits, owned: owned)
             var parameters = PostgresBindings()
             parameters.append(Int64(claim.limit))
             parameters.append(claim.now.storedMilliseconds)
             var kindCondition = ""
-            if let kinds = claim.kinds {
-                let runnable = kinds.subtracting(paused).filter { room[$0] != 0 }.sorted()
-                if runnable.isEmpty {
-                    kindCondition = " AND kind IS NULL"
-                } else {
-                    parameters.append(runnable)
-                    kindCondition = " AND (kind IS NULL OR kind = ANY($\(parameters.count)::text[]))"
-                }
-            } else {
-                let blocked = paused.union(room.filter { $0.value == 0 }.keys).sorted()
-                if !blocked.isEmpty {
-                    parameters.append(blocked)
-                    kindCondition = " AND (kind IS NULL OR NOT kind = ANY($\(parameters.count)::text[]))"
-                }
+            switch plan.kinds {
+            case .all: break
+            case .only(let runnable) where runnable.isEmpty:
+                kindCondition = " AND kind IS NULL"
+            case .only(let runnable):
+                parameters.append(runnable)
+                kindCondition = " AND (kind IS NULL OR kind = ANY($\(parameters.count)::text[]))"
+            case .allBut(let blocked):
+                parameters.append(blocked)
+                kindCondition = " AND (kind IS NULL OR NOT kind = ANY($\(parameters.count)::text[]))"
             }
             // Jobs begun by a version the claimer cannot continue, of a kind that leaves them (``JobVersion``).
             for (kind, accepted) in claim.versionsLeft {
@@ -448,16 +446,7 @@ extension PostgresTaskStore {
                     createdAt: Date(storedMilliseconds: createdAt),
                     nextAttemptAt: nextAttemptAt.map(Date.init(storedMilliseconds:)), previousOwner: previousOwner)
             }
-            var left = room
-            var chunk: [ClaimedRoot] = []
-            var ids: Set<String> = []
-            for root in candidates where chunk.count < claim.limit && ids.insert(root.id).inserted {
-                if let kind = root.kind, let room = left[kind] {
-                    guard room > 0 else { continue }
-                    left[kind] = room - 1
-                }
-                chunk.append(root)
-            }
+            let chunk = plan.choose(candidates)
             guard !chunk.isEmpty else { return [] }
             // Taken by one statement over the ids. Subtasks are fenced through their root's owner, so they need no
             // change. (An UPDATE … FROM the chunk would hash the whole table to join it, for every chunk.)
@@ -489,11 +478,7 @@ extension PostgresTaskStore {
                 return root
             }
         }
-        return (earlier + claimed).sorted { left, right in
-            if left.priority != right.priority { return left.priority > right.priority }
-            if left.createdAt != right.createdAt { return left.createdAt < right.createdAt }
-            return left.id.utf8.lexicographicallyPrecedes(right.id.utf8)
-        }
+        return (earlier + claimed).sorted(by: ClaimPlan.precedes)
     }
 
     /// A claim's read of one owner's roots that are ready to run (or of the unowned ones), locked, skipping those

@@ -169,43 +169,33 @@ public actor InMemoryTaskStore: TaskStoreBackend, BroadcastingChanges {
         try transaction { state in
             // An owner judged dead that wrote a heartbeat since is left.
             let fromOwners = claim.ownersStillDead(current: state.owners.mapValues(\.heartbeatAt))
-            // Room of limited kinds: their owned roots that run or are about to.
-            var room: [String: Int] = [:]
+            // Limited kinds, and their owned roots that run or are about to.
+            var limits: [String: Int] = [:]
             for (name, kind) in state.kinds {
-                if let limit = kind.maxConcurrent { room[name] = limit }
+                if let limit = kind.maxConcurrent { limits[name] = limit }
             }
+            var owned: [String: Int] = [:]
             for task in state.tasks.values
             where task.isRoot && task.ownerID != nil && (task.status == .running || task.status == .pending) {
-                if let kind = task.kind, let left = room[kind] { room[kind] = left - 1 }
+                if let kind = task.kind, limits[kind] != nil { owned[kind, default: 0] += 1 }
             }
+            let plan = ClaimPlan(claim, paused: Set(state.pausedKinds.keys), limits: limits, owned: owned)
             let now = claim.now.storedMilliseconds
             let candidates = state.tasks.values
                 .filter { $0.isRoot && !$0.status.isFinished && $0.status != .paused && fromOwners.contains($0.ownerID) }
                 .filter { ($0.nextAttemptAt?.storedMilliseconds ?? .min) <= now }
-                .filter { task in claim.kinds.map { kinds in task.kind.map(kinds.contains) ?? true } ?? true }
-                .filter { task in task.kind.map { state.pausedKinds[$0] == nil } ?? true }
-                .filter { claim.mayTake(kind: $0.kind, version: $0.version) }
-                .sorted { left, right in
-                    if left.priority != right.priority { return left.priority > right.priority }
-                    return (left.createdAt, left.id) < (right.createdAt, right.id)
+                .filter { plan.kinds.keeps($0.kind) && claim.mayTake(kind: $0.kind, version: $0.version) }
+                .map {
+                    ClaimedRoot(
+                        id: $0.id, status: $0.status, kind: $0.kind, priority: $0.priority, createdAt: $0.createdAt,
+                        nextAttemptAt: $0.nextAttemptAt, previousOwner: $0.ownerID)
                 }
-            var claimed: [TaskRecord] = []
-            for task in candidates where claimed.count < claim.limit {
-                if let kind = task.kind, let left = room[kind] {
-                    guard left > 0 else { continue }
-                    room[kind] = left - 1
-                }
-                claimed.append(task)
-            }
+            let claimed = plan.choose(candidates)
             for root in claimed {
                 state.remember(root.id)
                 state.tasks[root.id]?.ownerID = claim.newOwner
             }
-            return claimed.map {
-                ClaimedRoot(
-                    id: $0.id, status: $0.status, kind: $0.kind, priority: $0.priority, createdAt: $0.createdAt,
-                    nextAttemptAt: $0.nextAttemptAt, previousOwner: $0.ownerID)
-            }
+            return claimed
         }
     }
 

@@ -62,19 +62,19 @@ extension SQLiteTaskStore {
         }
     }
 
-    /// Kinds whose jobs must not start now, and how many more of each limited kind may: read in the claim's
-    /// transaction, so that no two claims both see room for the same job.
-    func kindRoom(_ kinds: Set<String>?, connection: SQLiteConnection) throws -> (paused: Set<String>, room: [String: Int]) {
+    /// The claim's plan (``ClaimPlan``) from the kinds paused, the limits and the roots of limited kinds owned now:
+    /// read in the claim's transaction, so that no two claims both see room for the same job.
+    func claimPlan(_ claim: RootClaim, connection: SQLiteConnection) throws -> ClaimPlan {
         let paused = Set(try connection.query("SELECT name FROM paused_kinds") { $0.text(at: 0) })
         var limits: [String: Int] = [:]
         for row in try connection.query("SELECT name, max_concurrent FROM job_kinds WHERE max_concurrent IS NOT NULL", [], {
             ($0.text(at: 0), Int($0.int64(at: 1)))
-        }) where kinds?.contains(row.0) ?? true {
+        }) where claim.kinds?.contains(row.0) ?? true {
             limits[row.0] = row.1
         }
-        guard !limits.isEmpty else { return (paused, [:]) }
+        guard !limits.isEmpty else { return ClaimPlan(claim, paused: paused, limits: [:], owned: [:]) }
         // Owned unfinished roots that are not paused: running, or claimed to start now.
-        var room = limits
+        var owned: [String: Int] = [:]
         for row in try connection.query(
             """
             SELECT kind, count(*) FROM tasks INDEXED BY tasks_roots_unfinished
@@ -83,9 +83,9 @@ extension SQLiteTaskStore {
             GROUP BY kind
             """, [], { ($0.text(at: 0), Int($0.int64(at: 1))) })
         where limits[row.0] != nil {
-            room[row.0] = max(0, limits[row.0]! - row.1)
+            owned[row.0] = row.1
         }
-        return (paused, room)
+        return ClaimPlan(claim, paused: paused, limits: limits, owned: owned)
     }
 
     // MARK: Waiting jobs

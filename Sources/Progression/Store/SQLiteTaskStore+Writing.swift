@@ -183,15 +183,15 @@ extension SQLiteTaskStore {
             }
             let fromOwners = claim.ownersStillDead(current: current)
             guard !fromOwners.isEmpty else { return [] }
-            let (paused, room) = try kindRoom(claim.kinds, connection: connection)
+            let plan = try claimPlan(claim, connection: connection)
             var kindCondition = ""
             var kindParameters: [SQLiteValue] = []
-            if let kinds = claim.kinds {
-                let runnable = kinds.subtracting(paused).filter { room[$0] != 0 }.sorted()
+            switch plan.kinds {
+            case .all: break
+            case .only(let runnable):
                 kindCondition = " AND (kind IS NULL" + String(repeating: " OR kind = ?", count: runnable.count) + ")"
                 kindParameters = runnable.map { .text($0) }
-            } else if !paused.isEmpty || room.values.contains(0) {
-                let blocked = paused.union(room.filter { $0.value == 0 }.keys).sorted()
+            case .allBut(let blocked):
                 kindCondition = " AND (kind IS NULL OR kind NOT IN (\(Self.placeholders(blocked.count))))"
                 kindParameters = blocked.map { .text($0) }
             }
@@ -245,16 +245,7 @@ extension SQLiteTaskStore {
                 ORDER BY next_attempt_at LIMIT ?
                 """,
                 [now] + owners.map { .text($0) } + kindParameters + [.integer(Int64(claim.limit))])
-            var left = room
-            var claimed: [ClaimedRoot] = []
-            for root in candidates.sorted(by: { ($0.priority, $1.createdAt, $1.id) > ($1.priority, $0.createdAt, $0.id) })
-            where claimed.count < claim.limit {
-                if let kind = root.kind, let room = left[kind] {
-                    guard room > 0 else { continue }
-                    left[kind] = room - 1
-                }
-                claimed.append(root)
-            }
+            let claimed = plan.choose(candidates)
             // Taken in the same transaction, each row only while it still has the owner it was read with.
             let take = try connection.cachedStatement("UPDATE tasks SET owner_id = ? WHERE id = ? AND owner_id IS ?")
             for root in claimed {
