@@ -416,6 +416,10 @@ extension GraphState {
             node.runTask = nil
             dispatch.effects = setIdle(node)
             removeRoot(node)
+            // This executor's own claim took the root in the store while its start (of a job queued here unowned)
+            // was on its way, and the store refused that start for it: the row is this executor's, and no other
+            // takes it from a live owner; dropped without a reload, it would wait for ever.
+            if node.reclaimed, !node.conflicted { dispatch.effects += reloadReclaimed(node) }
         }
         dispatch += self.dispatch(now: now, monotonicNow: monotonicNow)
         return dispatch
@@ -431,14 +435,7 @@ extension GraphState {
             var effects = setIdle(node)
             removeRoot(node)
             if run.handedOff { effects.wakesClaims = true }
-            if node.reclaimed, !run.lost {
-                // Claimed again by this executor meanwhile: loaded from the store by the next claim pass.
-                unloadedClaims.append(
-                    ClaimedRoot(
-                        id: node.record.id, status: .pending, kind: node.record.kind, priority: node.record.priority,
-                        createdAt: node.record.createdAt, nextAttemptAt: nil, previousOwner: ownerID))
-                effects.wakesClaims = true
-            }
+            if node.reclaimed, !run.lost { effects += reloadReclaimed(node) }
             return effects
         }
         if let retryAt = run.retryAt, !isShutDown {
@@ -447,6 +444,16 @@ extension GraphState {
             return GraphEffects(wakesTimers: timers.add(.retry(run.handle), at: retryAt))
         }
         return setIdle(node)
+    }
+
+    /// A root this executor claimed again in the store while memory held an older run of it (``TaskNode/reclaimed``),
+    /// now that the older one left memory: loaded from the store by the next claim pass.
+    mutating func reloadReclaimed(_ node: TaskNode) -> GraphEffects {
+        unloadedClaims.append(
+            ClaimedRoot(
+                id: node.record.id, status: .pending, kind: node.record.kind, priority: node.record.priority,
+                createdAt: node.record.createdAt, nextAttemptAt: nil, previousOwner: ownerID))
+        return GraphEffects(wakesClaims: true)
     }
 
     /// Settles the ended roots whose end is committed up to `sequence`, in the order they ended.

@@ -1,0 +1,60 @@
+import Foundation
+import Testing
+
+@testable import Progression
+
+/// A start given up on the graph alone (`GraphState.giveUpStart`): the slot always goes back; a root the store refused
+/// leaves memory; and one that this executor's own claim took in the store meanwhile (its start, of a job queued here
+/// unowned, refused for that very reason) is loaded again by the next claim pass rather than left in the store, owned
+/// by a live executor that no longer knows it (found by `aWorkersOwnSubmitsWaitUnownedAndItHoldsOnlyWhatItRuns`,
+/// which waited for such a job for a minute).
+struct GiveUpStartTests {
+    struct Row: Sendable, CustomTestStringConvertible {
+        var name: String
+        var leaseLost: Bool
+        var conflicted: Bool
+        var reclaimed: Bool
+        var staysInMemory: Bool
+        var reloaded: Bool
+        var testDescription: String { name }
+    }
+
+    static let rows: [Row] = [
+        Row(
+            name: "not committed (the store failed): it stays to start again", leaseLost: false, conflicted: false,
+            reclaimed: false, staysInMemory: true, reloaded: false),
+        Row(
+            name: "refused, another worker took it", leaseLost: true, conflicted: false, reclaimed: false,
+            staysInMemory: false, reloaded: false),
+        Row(
+            name: "refused, this executor's own claim took it", leaseLost: true, conflicted: false, reclaimed: true,
+            staysInMemory: false, reloaded: true),
+        Row(
+            name: "its identity taken by another insert", leaseLost: false, conflicted: true, reclaimed: true,
+            staysInMemory: false, reloaded: false),
+    ]
+
+    @Test(arguments: rows)
+    func theSlotGoesBackAndARootItsOwnClaimTookIsLoadedAgain(_ row: Row) {
+        var state = GraphState.alone(slots: 1)
+        let created = Date(timeIntervalSince1970: 1_000)
+        let root = state.addRoot(
+            TaskRecord(id: "job", name: "job", kind: "k", status: .pending, createdAt: created), stored: true)
+        root.body = { _ in nil }
+        state.enqueue(root)
+        _ = state.runQueue.take(root.handle)
+        root.phase = .running
+        if row.leaseLost { root.stopReason = .leaseLost }
+        root.conflicted = row.conflicted
+        root.reclaimed = row.reclaimed
+        #expect(!state.runQueue.hasFreeSlot)
+
+        let dispatch = state.giveUpStart(root.handle, now: created, monotonicNow: .seconds(1))
+
+        #expect(state.runQueue.hasFreeSlot || row.staysInMemory)
+        #expect((state.node(id: "job") != nil) == row.staysInMemory)
+        #expect(state.unloadedClaims.map(\.id) == (row.reloaded ? ["job"] : []))
+        #expect(state.unloadedClaims.first?.previousOwner == (row.reloaded ? "owner" : nil))
+        #expect(dispatch.effects.wakesClaims == row.reloaded)
+    }
+}
