@@ -125,7 +125,7 @@ public struct ChildJobCompletion<Kind: JobKind>: Sendable {
     ///   `DecodingError` when its stored result is not a `Kind.Output`.
     public func output() throws -> Kind.Output where Kind.Output: Decodable {
         if let failure = outcome.failure { throw failure }
-        return try JSONDecoder().decode(Kind.Output.self, from: outcome.result ?? Data("null".utf8))
+        return try JobCoding.decoder.decode(Kind.Output.self, from: outcome.result ?? Data("null".utf8))
     }
 }
 
@@ -293,7 +293,7 @@ extension TaskContext {
         _ name: String, as payload: Payload.Type, timeout: Duration? = nil
     ) async throws -> Payload {
         let data = try await waitForSignal(name, timeout: timeout)
-        return try JSONDecoder().decode(Payload.self, from: data ?? Data("null".utf8))
+        return try JobCoding.decoder.decode(Payload.self, from: data ?? Data("null".utf8))
     }
 
     /// Waits durably for a signal of this name, whatever its payload; see ``signal(_:as:timeout:)``.

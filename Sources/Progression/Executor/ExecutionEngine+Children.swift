@@ -17,11 +17,11 @@ extension ExecutionEngine {
                 encode: { value in
                     // `T` conforms to `Codable`, so every `T` value is `Encodable`.
                     guard let encodable = value as? any Encodable else { throw ResultCodecError.notCodable }
-                    return try JSONEncoder().encode(encodable)
+                    return try JobCoding.encoder.encode(encodable)
                 },
                 decode: { data in
                     guard let codable = T.self as? any Codable.Type,
-                        let value = try JSONDecoder().decode(codable, from: data) as? T
+                        let value = try JobCoding.decoder.decode(codable, from: data) as? T
                     else {
                         throw ResultCodecError.notCodable
                     }

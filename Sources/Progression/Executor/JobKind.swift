@@ -84,7 +84,7 @@ extension TaskExecutor {
         ) { input, context in
             let output = try await job.run(input, context: context)
             guard let encodable = output as? any Encodable else { return nil }
-            return try JSONEncoder().encode(encodable)
+            return try JobCoding.encoder.encode(encodable)
         }
     }
 

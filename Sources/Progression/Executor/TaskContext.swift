@@ -213,7 +213,7 @@ final class LiveTaskContext: TaskContext {
     func checkpoint<T: Encodable & Sendable>(_ value: T) async throws {
         try Task.checkCancellation()
         try await engine.waitWhilePaused(handle)
-        let data = try JSONEncoder().encode(value)
+        let data = try JobCoding.encoder.encode(value)
         try await engine.checkpoint(handle, data: data)
     }
 
@@ -232,7 +232,7 @@ final class LiveTaskContext: TaskContext {
 
     func lastCheckpoint<T: Decodable>(as type: T.Type) throws -> T? {
         guard let data = engine.state.withLock({ $0.nodes[handle]?.record.checkpoint }) else { return nil }
-        return try JSONDecoder().decode(T.self, from: data)
+        return try JobCoding.decoder.decode(T.self, from: data)
     }
 
     func startChildJobs(_ requests: [ChildJobRequest]) async throws -> [ChildJobReference] {

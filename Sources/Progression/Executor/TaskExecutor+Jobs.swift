@@ -60,7 +60,7 @@ extension TaskExecutor {
     ) throws {
         try registerKind(kind, input: input, options: options, maxConcurrent: maxConcurrent, version: version) {
             input, context in
-            try JSONEncoder().encode(try await body(input, context))
+            try JobCoding.encoder.encode(try await body(input, context))
         }
     }
 
@@ -80,7 +80,7 @@ extension TaskExecutor {
             RegisteredKind(options: options, maxConcurrent: maxConcurrent, version: version) { data, context in
                 let input: Input
                 do {
-                    input = try JSONDecoder().decode(Input.self, from: data)
+                    input = try JobCoding.decoder.decode(Input.self, from: data)
                 } catch {
                     throw InvalidJobInputError(kind: kind, reason: JobInputDecoding.describe(error))
                 }
