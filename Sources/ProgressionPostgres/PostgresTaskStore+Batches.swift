@@ -543,11 +543,23 @@ extension PostgresTaskStore {
                 outcome.finish(.failure(error))
             }
         }
-        let timer = Task {
-            do { try await Task.sleep(for: timeout) } catch { return }
+        @Sendable func expire() {
             close()
             outcome.finish(.failure(CallDeadlineExceeded()))
             work.cancel()
+        }
+        // The deadline of a call on a connection is a timer of its event loop, not a task that sleeps: a batch
+        // made a task and a sleep for it, two and three a job at one job in flight (callgrind, docs/performance.md).
+        let cancelTimer: @Sendable () -> Void
+        if let connection {
+            let scheduled = connection.eventLoop.scheduleTask(in: .nanoseconds(Self.nanoseconds(timeout))) { expire() }
+            cancelTimer = { scheduled.cancel() }
+        } else {
+            let sleeper = Task {
+                do { try await Task.sleep(for: timeout) } catch { return }
+                expire()
+            }
+            cancelTimer = { sleeper.cancel() }
         }
         let result = await withTaskCancellationHandler {
             await outcome.wait()
@@ -556,8 +568,17 @@ extension PostgresTaskStore {
             outcome.finish(.failure(CancellationError()))
             work.cancel()
         }
-        timer.cancel()
+        cancelTimer()
         return try result.get()
+    }
+
+    /// `duration` in nanoseconds, saturated at `Int64.max`.
+    static func nanoseconds(_ duration: Duration) -> Int64 {
+        let (seconds, attoseconds) = duration.components
+        let (whole, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
+        guard !overflow else { return seconds < 0 ? .min : .max }
+        let (sum, overflowed) = whole.addingReportingOverflow(attoseconds / 1_000_000_000)
+        return overflowed ? (seconds < 0 ? .min : .max) : sum
     }
 
     /// The batch connection's settings: the pool's, and read committed whatever the database's default (a
