@@ -130,15 +130,17 @@ final class CallOutcome<T: Sendable>: Sendable {
     private let state = Mutex<(result: Result<T, any Error>?, waiter: CheckedContinuation<Result<T, any Error>, Never>?)>(
         (nil, nil))
 
-    /// Ends the call with `result`, unless it ended already.
-    func finish(_ result: Result<T, any Error>) {
-        let waiter = state.withLock { state -> CheckedContinuation<Result<T, any Error>, Never>? in
-            guard state.result == nil else { return nil }
+    /// Ends the call with `result`, unless it ended already. Returns whether this ended it.
+    @discardableResult
+    func finish(_ result: Result<T, any Error>) -> Bool {
+        let (ended, waiter) = state.withLock { state -> (Bool, CheckedContinuation<Result<T, any Error>, Never>?) in
+            guard state.result == nil else { return (false, nil) }
             state.result = result
             defer { state.waiter = nil }
-            return state.waiter
+            return (true, state.waiter)
         }
         waiter?.resume(returning: result)
+        return ended
     }
 
     /// The call's end.

@@ -407,7 +407,8 @@ extension ExecutionEngine {
                 // It filled every free slot: more may wait; look again as soon as a slot frees.
                 storeChanged.store(true, ordering: .relaxed)
             } else {
-                // Without the fleet's capability, a job that waits for its time is found by the next interval's look.
+                // Without the fleet's capability, a job that waits for its time is found by a later pass (the next
+                // recovery interval, or the next control look when the store has no change counter either).
                 nextWake = try? await capabilities.fleet?.nextWaitingTime(after: now())
             }
         }

@@ -147,6 +147,9 @@ extension ExecutionEngine {
                 known.record.ownerID = ownerID
                 known.committed.ownerID = ownerID
                 if known.phase == .idle, known.record.status == .pending { state.enqueue(known) }
+                // Given a slot, not launched yet: its start may be on its way already, written for a job still
+                // unowned, and refused then; the start given up loads it again (`giveUpStart`).
+                if known.phase == .running { known.reclaimed = true }
             } else if !tree.isEmpty {
                 effects = state.rehydrate(
                     tree, previousOwner: claimed.previousOwner, body: body, kindOptions: kindOptions, owner: ownerID,

@@ -134,6 +134,8 @@ extension ExecutionEngine {
         let started = locked { state -> TaskRecord? in
             guard let node = state.nodes[handle], !node.conflicted, !node.removed, node.stopReason != .leaseLost
             else { return nil }
+            // Its start committed: a claim of this executor that took it before is what the start wrote over.
+            node.reclaimed = false
             return node.record
         }
         guard let started else {
@@ -438,6 +440,7 @@ extension GraphState {
             if node.reclaimed, !run.lost { effects += reloadReclaimed(node) }
             return effects
         }
+        node.reclaimed = false
         if let retryAt = run.retryAt, !isShutDown {
             node.phase = .delayed
             node.startsNewAttempt = true
@@ -449,6 +452,7 @@ extension GraphState {
     /// A root this executor claimed again in the store while memory held an older run of it (``TaskNode/reclaimed``),
     /// now that the older one left memory: loaded from the store by the next claim pass.
     mutating func reloadReclaimed(_ node: TaskNode) -> GraphEffects {
+        node.reclaimed = false
         unloadedClaims.append(
             ClaimedRoot(
                 id: node.record.id, status: .pending, kind: node.record.kind, priority: node.record.priority,

@@ -413,8 +413,10 @@ struct JobInserter {
     ///   that are not jobs, or that go in a circle; a store error.
     func insert(_ records: [TaskRecord], dependencies: [JobDependency] = []) async throws -> [String] {
         for record in records { try record.options.check() }
+        var jobTrees: (any JobTreeStore)?
         if !dependencies.isEmpty {
-            guard store is any JobTreeStore else {
+            jobTrees = store as? any JobTreeStore
+            guard jobTrees != nil else {
                 throw ProgressionError.storeCannot(
                     store: String(describing: type(of: store)), action: "keep child jobs, dependencies or signals")
             }
@@ -459,10 +461,10 @@ struct JobInserter {
             do {
                 let inserted = Set(inserts.map(\.id))
                 let kept = dependencies.filter { inserted.contains($0.jobID) }
-                if kept.isEmpty {
-                    try await store.insert(inserts, events: events)
-                } else if let jobTrees = store as? any JobTreeStore {
+                if let jobTrees, !kept.isEmpty {
                     try await jobTrees.insert(inserts, events: events, dependencies: kept)
+                } else {
+                    try await store.insert(inserts, events: events)
                 }
                 for (record, index) in zip(inserts, positions) { ids[index] = record.id }
                 break

@@ -9,12 +9,15 @@ import Foundation
 /// Everything else is a capability the executor asks the store for (`as?`) and does without:
 /// - ``ControlRequestQueue``: changes asked of a task another executor holds (progressctl, the console, another
 ///   executor). Without it such a change is refused with ``ProgressionError/storeCannot(store:action:)``.
-/// - ``StoreHousekeeping``: a change counter (without it the executor reads the store each control interval instead
-///   of when it changed), checkpoints, retention's deletions and the fleet's duties. Without it nothing is deleted
-///   and no gauges are recorded.
-/// - ``FleetStore``: kinds paused fleet-wide, the earliest time a delayed job waits for (without it the executor
-///   looks for due jobs each recovery interval), schedules, and forgetting idle dead owners. Without it pausing a
-///   kind and declaring a schedule are refused.
+/// - ``StoreHousekeeping``: a change counter (without it the executor reads the store, and claims, at each look of
+///   its control loop instead of when another process changed it), checkpoints, retention's deletions and the fleet's
+///   duties. Without it nothing is deleted (a notice says so at start).
+/// - ``FleetStore``: kinds paused fleet-wide, kinds' limits, the kinds other workers registered, the earliest time a
+///   delayed job waits for (without it a due job is found by a later claim pass: at the next recovery interval, or
+///   the next control look on a store without a change counter), schedules, and forgetting idle dead owners. Without
+///   it pausing a kind, a kind's limit and declaring a schedule are refused, and a child job of a kind not registered
+///   here is an unknown kind.
+/// - The gauges read every capability at once: a store that lacks any records none (a notice says so at start).
 /// - ``JobTreeStore``: child jobs, dependencies and signals. Without it they are refused.
 /// - ``BroadcastingChanges``: wakes within the process; without it the executor polls.
 ///

@@ -112,14 +112,61 @@ import Testing
         }
     }
 
-    @Test func theStoreHasNoCapabilityBeyondTheCore() {
-        let store: any TaskStoreCore = CoreOnlyStore()
-        #expect(!(store is any TaskStore))
-        #expect(!(store is any ControlRequestQueue))
-        #expect(!(store is any StoreHousekeeping))
-        #expect(!(store is any FleetStore))
-        #expect(!(store is any JobTreeStore))
-        #expect(!(store is any BroadcastingChanges))
+    struct Capabilities: Equatable, CustomStringConvertible {
+        var control, housekeeping, fleet, jobTrees, beacons: Bool
+
+        init(_ store: any TaskStoreCore) {
+            control = store is any ControlRequestQueue
+            housekeeping = store is any StoreHousekeeping
+            fleet = store is any FleetStore
+            jobTrees = store is any JobTreeStore
+            beacons = store is any BroadcastingChanges
+        }
+
+        init(all: Bool, beacons: Bool) {
+            (control, housekeeping, fleet, jobTrees, self.beacons) = (all, all, all, all, beacons)
+        }
+
+        var description: String {
+            "control \(control), housekeeping \(housekeeping), fleet \(fleet), job trees \(jobTrees), beacons \(beacons)"
+        }
+    }
+
+    /// What the executor finds when it asks a store for each capability (`as?`): every one on the package's stores
+    /// and on a store that wraps one, none on the core alone.
+    @Test func theExecutorFindsEveryCapabilityOnThePackagesStoresAndNoneOnTheCore() throws {
+        let directory = try TemporaryDirectory()
+        let stores: [(String, any TaskStoreCore, Capabilities)] = [
+            ("in memory", InMemoryTaskStore(), Capabilities(all: true, beacons: true)),
+            ("SQLite", try SQLiteTaskStore(path: directory.file("c.sqlite")), Capabilities(all: true, beacons: true)),
+            ("a wrapper", FaultInjectingStore(wrapping: InMemoryTaskStore()), Capabilities(all: true, beacons: false)),
+            ("the core alone", CoreOnlyStore(), Capabilities(all: false, beacons: false)),
+        ]
+        for (name, store, expected) in stores {
+            #expect(Capabilities(store) == expected, "\(name)")
+        }
+    }
+
+    @Test func aDelayedJobRunsAtItsTimeOnTheCoreAlone() async throws {
+        let clock = ManualClock()
+        let store = CoreOnlyStore()
+        var configuration = TaskExecutor.Configuration()
+        configuration.clock = clock
+        let executor = TaskExecutor(core: store, configuration: configuration)
+        try executor.register(Steps())
+        try await executor.start()
+        let id = try await executor.submit(Steps.self, input: .init(n: 1), options: JobOptions(delay: .seconds(600)))
+        let runAt = try #require(try await store.inner.task(id: id)?.nextAttemptAt)
+        clock.advance(by: .seconds(300))
+        #expect(await eventually(timeout: .milliseconds(300)) { (try? await store.inner.task(id: id))??.status != .pending } == false)
+        clock.advance(by: .seconds(300))
+        // Without the fleet's earliest waiting time, a later claim pass finds it due.
+        try await poll("the delayed job to run") {
+            clock.advance(by: .milliseconds(100))
+            return try await store.inner.task(id: id)?.status == .completed
+        }
+        #expect(try #require(try await store.inner.task(id: id)?.startedAt) >= runAt)
+        await executor.shutdown()
     }
 
     @Test func anExecutorRunsJobsClosuresPausesCancelsAndRetriesOnTheCoreAlone() async throws {
