@@ -39,15 +39,12 @@ extension ExecutionEngine {
         for kind in Set(requests.map(\.kind)).sorted() {
             if let registered = registry.kind(kind) { kindOptions[kind] = registered.options } else { unknown.append(kind) }
         }
-        if !unknown.isEmpty, capabilities.fleet == nil,
-            let kind = unknown.first(where: { kind in !requests.contains { $0.kind == kind && $0.allowsUnregisteredKind } })
-        {
+        if !unknown.isEmpty {
             // Without the fleet's kinds, a kind not registered here is not known to exist.
-            throw ProgressionError.unknownKind(kind)
-        }
-        if !unknown.isEmpty, let fleet = capabilities.fleet {
             var stored: [String: StoredKind] = [:]
-            try await retryingStorage("reading the registered kinds") { stored = try await fleet.registeredKinds() }
+            if let fleet = capabilities.fleet {
+                try await retryingStorage("reading the registered kinds") { stored = try await fleet.registeredKinds() }
+            }
             for kind in unknown {
                 if let known = stored[kind] {
                     kindOptions[kind] = known.options

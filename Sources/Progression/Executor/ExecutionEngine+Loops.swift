@@ -237,15 +237,13 @@ extension ExecutionEngine {
         var lastCounter: Int64?
         // A producer of this process that committed work (a JobClient on a store of the same database) says so: the
         // claims look at once rather than at the next poll.
-        let submissions = (store as? any BroadcastingChanges)?.beacons.submissions
+        let submissions = capabilities.beacons?.submissions
         // The look at the store's counter (and the reads it leads to) stays once per interval, however many
         // submissions wake the loop between: those only start claims.
         var nextLook = clock.now()
         while !Task.isCancelled {
             let seen = submissions?.generation
-            if clock.now() >= nextLook, let counter = await changeCounter(), counter != lastCounter {
-                // A store without a change counter is read at each look.
-                lastCounter = capabilities.housekeeping == nil ? nil : counter
+            if clock.now() >= nextLook, await storeMoved(since: &lastCounter) {
                 await applyControlRequests()
                 await refreshPausedKinds()
                 await checkChildJobsHeld()
@@ -267,10 +265,13 @@ extension ExecutionEngine {
         }
     }
 
-    /// The store's change counter; `Int64.min` when the store has none (every look reads), `nil` when it failed.
-    private func changeCounter() async -> Int64? {
-        guard let housekeeping = capabilities.housekeeping else { return .min }
-        return try? await housekeeping.changeCounter()
+    /// Whether the store's change counter moved since `last` (recorded there when it did). A store without a change
+    /// counter is read at every look; a counter that cannot be read now is taken as unmoved.
+    private func storeMoved(since last: inout Int64?) async -> Bool {
+        guard let housekeeping = capabilities.housekeeping else { return true }
+        guard let counter = try? await housekeeping.changeCounter(), counter != last else { return false }
+        last = counter
+        return true
     }
 
     /// Jobs (or a signal) written to the store for any worker: this executor's claims look at once, and so do those of
@@ -278,7 +279,7 @@ extension ExecutionEngine {
     func noteNewWorkInStore() {
         storeChanged.store(true, ordering: .relaxed)
         claimSignal.signal()
-        (store as? any BroadcastingChanges)?.beacons.submissions.post()
+        capabilities.beacons?.submissions.post()
     }
 
     /// Stops the code of child jobs running here that the store no longer gives this executor: their parent's end or

@@ -97,7 +97,9 @@ extension ExecutionEngine {
         }
         // Dead owners that hold nothing unfinished are deleted (a restarted service leaves one per run, and each
         // would be read by every claim); one that comes back is recorded again by its next heartbeat.
-        if !dead.isEmpty, let fleet = capabilities.fleet, (try? await fleet.forgetIdleOwners(dead.keys.sorted())) ?? 0 > 0 {
+        if !dead.isEmpty, let fleet = capabilities.fleet,
+            (try? await fleet.forgetIdleOwners(dead.keys.sorted())) ?? 0 > 0
+        {
             let remaining = Set(try await store.owners().map(\.id))
             dead = dead.filter { remaining.contains($0.key) }
         }

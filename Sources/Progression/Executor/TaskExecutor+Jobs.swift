@@ -72,7 +72,9 @@ extension TaskExecutor {
             throw ProgressionError.invalidArgument("the limit of kind '\(kind)' must be at least 1, not \(maxConcurrent)")
         }
         // A kind's limit is counted by the claims, from the kinds the fleet's store records.
-        if maxConcurrent != nil { _ = try engine.capabilities.require(engine.capabilities.fleet, to: "limit a kind's jobs") }
+        if maxConcurrent != nil {
+            _ = try engine.capabilities.require(engine.capabilities.fleet, to: "limit a kind's jobs")
+        }
         try options.check()
         try version?.check(kind: kind)
         try engine.registry.register(
@@ -158,7 +160,8 @@ extension TaskExecutor {
     }
 
     private func signal(_ jobID: String, name: String, data: Data?) async throws -> JobSignalRecord {
-        let sent = try await engine.capabilities.jobTreesOrRefusal.sendSignal(to: jobID, name: name, payload: data, at: engine.now())
+        let sent = try await engine.capabilities.jobTreesOrRefusal.sendSignal(
+            to: jobID, name: name, payload: data, at: engine.now())
         engine.noteNewWorkInStore()
         return sent
     }

@@ -135,7 +135,8 @@ extension SQLiteTaskStore {
         var rest = events[...]
         while !rest.isEmpty {
             // The last statement inserts one row: some statement always fits.
-            let rows = Self.eventInserts.first { $0.rows <= rest.count } ?? Self.eventInserts[Self.eventInserts.count - 1]
+            let rows =
+                Self.eventInserts.first { $0.rows <= rest.count } ?? Self.eventInserts[Self.eventInserts.count - 1]
             let insert = try connection.cachedStatement(rows.sql)
             defer { insert.reset() }
             var column: Int32 = 0

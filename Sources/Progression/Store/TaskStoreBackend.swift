@@ -3,8 +3,9 @@ import Foundation
 /// What a store must do for an executor to run jobs on one host: read a task, its tree and a job by its idempotency
 /// key; write through ``TaskWriting`` (ids, inserts, the writer's batches, lifecycle changes, claims, hand-offs); and
 /// keep the owners' heartbeats (``OwnerRegistry``), by which a restarted executor finds the jobs of the one before
-/// it. Eleven requirements (and ``TaskWriting/writerExecutor``, which has a default); with them an executor runs closures, subtasks and jobs with checkpoints, durable steps,
-/// retries, timeouts, delays and priorities, pauses and cancels them, and resumes a dead owner's jobs.
+/// it. Eleven requirements (and ``TaskWriting/writerExecutor``, which has a default); with them an executor runs
+/// closures, subtasks and jobs with checkpoints, durable steps, retries, timeouts, delays and priorities, pauses and
+/// cancels them, and resumes a dead owner's jobs.
 ///
 /// Everything else is a capability the executor asks the store for (`as?`) and does without:
 /// - ``ControlRequestQueue``: changes asked of a task another executor holds (progressctl, the console, another
@@ -17,9 +18,10 @@ import Foundation
 ///   the next control look on a store without a change counter), schedules, and forgetting idle dead owners. Without
 ///   it pausing a kind, a kind's limit and declaring a schedule are refused, and a child job of a kind not registered
 ///   here is an unknown kind.
-/// - The gauges read every capability at once: a store that lacks any records none (a notice says so at start).
 /// - ``JobTreeStore``: child jobs, dependencies and signals. Without it they are refused.
 /// - ``BroadcastingChanges``: wakes within the process; without it the executor polls.
+///
+/// The gauges read every capability at once: a store that lacks any records none (a notice says so at start).
 ///
 /// The package's three stores have every capability (``TaskStoreBackend``); `CoreOnlyStoreTests` runs the executor on
 /// a store that has none.

@@ -7,6 +7,8 @@ struct StoreCapabilities: Sendable {
     let jobTrees: (any JobTreeStore)?
     /// Every capability at once (the gauges read from all of them).
     let backend: (any TaskStoreBackend)?
+    /// The wakes of the stores of one database within the process.
+    let beacons: StoreBeacons?
     /// The store's type, for the sentence that refuses what it cannot do.
     let storeType: String
 
@@ -16,6 +18,7 @@ struct StoreCapabilities: Sendable {
         fleet = store as? any FleetStore
         jobTrees = store as? any JobTreeStore
         backend = store as? any TaskStoreBackend
+        beacons = (store as? any BroadcastingChanges)?.beacons
         storeType = String(describing: type(of: store))
     }
 
