@@ -158,26 +158,21 @@ extension ExecutionEngine {
     /// Jobs queued here that another worker claimed first (or an operator changed) left memory already, without a
     /// word: that is how a fleet shares a backlog.
     func leaseLost(_ ids: [String], childJobsTaken: Bool = false) {
-        let (lost, cancellation) = locked { state in
-            var cancellation = Cancellation()
-            var lost: [String] = []
-            for id in ids {
-                guard let node = state.node(id: id) else { continue }
-                lost.append(id)
-                // Whatever stopped it before (a shutdown, a cancel): nothing more is written for it here.
-                node.root.stopReason = .leaseLost
-                cancellation.actions += Self.stop(node.root, .leaseLost).actions
-            }
-            return (lost, cancellation)
+        let stopped = locked { $0.stopLostRoots(ids) }
+        defer { stopped.cancellation.run() }
+        if !stopped.reclaimed.isEmpty {
+            logger.debug(
+                "claimed by this executor while their start was on its way; loading them again",
+                metadata: ["tasks": "\(stopped.reclaimed)"])
         }
-        guard !lost.isEmpty else { return }
+        guard !stopped.lost.isEmpty else { return }
         if childJobsTaken {
             logger.info(
-                "child jobs taken back by their parent's end or pause; stopping them here", metadata: ["tasks": "\(lost)"])
+                "child jobs taken back by their parent's end or pause; stopping them here",
+                metadata: ["tasks": "\(stopped.lost)"])
         } else {
-            logger.warning("lost tasks to another owner; stopping them here", metadata: ["tasks": "\(lost)"])
+            logger.warning("lost tasks to another owner; stopping them here", metadata: ["tasks": "\(stopped.lost)"])
         }
-        cancellation.run()
     }
 
     /// Runs a failed or cancelled root in memory again, attempt + 1: its completed subtasks are skipped.

@@ -60,4 +60,32 @@ struct GiveUpStartTests {
         #expect(state.unloadedClaims.first?.previousOwner == (row.reloaded ? "owner" : nil))
         #expect(dispatch.effects.wakesClaims == row.reloaded)
     }
+
+    /// The store refused the writes of two started roots: one another worker took, one this executor's own claim took
+    /// while its start was on its way. Both stop; only the first is a loss to another owner (the warning a fleet's
+    /// operator reads, and the chaos line counts, as a worker fenced while alive), the second is loaded again.
+    @Test func aRootItsOwnClaimTookIsStoppedButNotCountedAsLost() {
+        var state = GraphState.alone(slots: 2)
+        let created = Date(timeIntervalSince1970: 1_000)
+        var roots: [TaskNode] = []
+        for id in ["theirs", "ours"] {
+            let root = state.addRoot(
+                TaskRecord(id: id, name: id, kind: "k", status: .pending, createdAt: created), stored: true)
+            root.body = { _ in nil }
+            state.enqueue(root)
+            _ = state.runQueue.take(root.handle)
+            root.phase = .running
+            roots.append(root)
+        }
+        roots[1].reclaimed = true
+
+        let stopped = state.stopLostRoots(["theirs", "ours", "gone"])
+
+        #expect(stopped.lost == ["theirs"])
+        #expect(stopped.reclaimed == ["ours"])
+        #expect(roots.allSatisfy { $0.stopReason == .leaseLost })
+        for root in roots { _ = state.giveUpStart(root.handle, now: created, monotonicNow: .seconds(1)) }
+        #expect(state.unloadedClaims.map(\.id) == ["ours"])
+        #expect(state.node(id: "theirs") == nil)
+    }
 }

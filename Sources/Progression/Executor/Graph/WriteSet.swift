@@ -155,6 +155,33 @@ extension GraphState {
         return effects
     }
 
+    /// The tasks of ``stopLostRoots(_:)``: stopped because the store no longer gives their roots to this executor.
+    struct LostRoots {
+        /// Taken by another owner (or by their parent's end or pause, for child jobs).
+        var lost: [String] = []
+        /// Taken by this executor's own claim while their start, written for a job still unowned, was on its way: the
+        /// store refused the start for that reason, and the root is loaded again once stopped (``giveUpStart``).
+        var reclaimed: [String] = []
+        var cancellation = Cancellation()
+    }
+
+    /// Stops the code of the tasks whose writes the store refused (or whose roots it no longer gives this executor):
+    /// nothing more is written for them here, whatever stopped them before (a shutdown, a cancel).
+    mutating func stopLostRoots(_ ids: [String]) -> LostRoots {
+        var stopped = LostRoots()
+        for id in ids {
+            guard let node = node(id: id) else { continue }
+            if node.root.reclaimed {
+                stopped.reclaimed.append(id)
+            } else {
+                stopped.lost.append(id)
+            }
+            node.root.stopReason = .leaseLost
+            stopped.cancellation.actions += ExecutionEngine.stop(node.root, .leaseLost).actions
+        }
+        return stopped
+    }
+
     /// Inserts that found their identity taken: the nodes are marked; returns the ids of subtasks among them (a root's
     /// caller learns of it when its insert commits).
     mutating func markConflicted(_ ids: [String]) -> [String] {
