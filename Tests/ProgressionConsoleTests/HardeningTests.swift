@@ -76,11 +76,54 @@ import Testing
         }
     }
 
-    @Test func aJSONAnswerThatCannotBeEncodedIsAServerErrorThatSaysSo() {
-        let response = ProgressionConsole.json(Unencodable())
-        #expect(response.status == .internalServerError)
-        let ok = ProgressionConsole.json(["a": 1])
-        #expect(ok.status == .ok)
+    /// A route of the console's own routes (its context and middleware) whose document cannot be encoded: a 500 that
+    /// says so, as JSON to a JSON client and as the error page to a browser, with the console's headers; never `{}`.
+    @Test func aJSONAnswerThatCannotBeEncodedIsAServerErrorThatSaysSo() async throws {
+        let directory = try TemporaryDirectory()
+        let store = try SQLiteTaskStore(path: directory.file("tasks.sqlite"))
+        let console = try ProgressionConsole(store: store, configuration: ConsoleFixture.configuration(path: "", token: nil))
+        let router = Router()
+        let pages = router.group()
+            .add(middleware: SecurityHeadersMiddleware())
+            .group(context: ConsoleRequestContext<BasicRequestContext>.self)
+            .add(middleware: ConsoleAnswerMiddleware(console: console))
+        pages.get("bad") { _, _ in try JSONDocument(value: Unencodable()).response() }
+        pages.get("good") { _, _ in try JSONDocument(value: ["a": 1]).response() }
+        try await Application(router: router).test(.router) { client in
+            let bad = try await client.execute(uri: "/bad", method: .get, headers: [.accept: "application/json"])
+            #expect(bad.status == .internalServerError)
+            #expect(String(buffer: bad.body).contains("the console could not encode its answer as JSON"))
+            #expect(bad.headers[.contentType] == "application/json; charset=utf-8")
+            #expect(bad.headers[HTTPField.Name("X-Content-Type-Options")!] == "nosniff")
+            let page = try await client.execute(uri: "/bad", method: .get)
+            #expect(page.status == .internalServerError)
+            #expect(page.headers[.contentType] == "text/html; charset=utf-8")
+            #expect(String(buffer: page.body).contains("the console could not encode its answer as JSON"))
+            let good = try await client.execute(uri: "/good", method: .get, headers: [.accept: "application/json"])
+            #expect(good.status == .ok)
+            #expect(String(buffer: good.body) == #"{"a":1}"# + "\n")
+        }
+    }
+
+    /// The console's middleware is its own: an application's route beside it on the same router keeps its answers as
+    /// they are, while every answer of the console (a page, an asset, a page that is not there) carries its headers.
+    @Test func theConsolesMiddlewareStaysWithinItsRoutes() async throws {
+        let directory = try TemporaryDirectory()
+        let store = try SQLiteTaskStore(path: directory.file("tasks.sqlite"))
+        let console = try ProgressionConsole(store: store, configuration: ConsoleFixture.configuration(path: "/jobs", token: nil))
+        let router = Router()
+        router.get("health") { _, _ in "ok" }
+        console.addRoutes(to: router)
+        try await Application(router: router, services: [console]).test(.router) { client in
+            let own = try await client.execute(uri: "/health", method: .get)
+            #expect(own.status == .ok)
+            #expect(own.headers[HTTPField.Name("Content-Security-Policy")!] == nil)
+            for path in ["/jobs/", "/jobs/assets/console.css", "/jobs/assets/nothing.js", "/jobs/nothing", "/jobs/tasks/none"] {
+                let answer = try await client.execute(uri: path, method: .get)
+                #expect(answer.headers[HTTPField.Name("Content-Security-Policy")!]?.hasPrefix("default-src 'none'") == true, "\(path)")
+                #expect(answer.headers[HTTPField.Name("X-Frame-Options")!] == "DENY", "\(path)")
+            }
+        }
     }
 }
 #endif

@@ -12,7 +12,7 @@ extension ProgressionConsole {
     func overviewRoute(_ exchange: Exchange) async throws -> Response {
         switch exchange.format {
         case .json:
-            return Self.json(try await reader.overview())
+            return try Self.json(try await reader.overview())
         case .events:
             let reader = reader
             return try events(exchange, key: "overview", interval: configuration.overviewInterval) {
@@ -33,7 +33,7 @@ extension ProgressionConsole {
         _ = try request.query()
         switch exchange.format {
         case .json:
-            return Self.json(try await reader.listJSON(request))
+            return try Self.json(try await reader.listJSON(request))
         case .events:
             let reader = reader
             return try events(exchange, key: "list?" + request.queryString(after: request.after), interval: configuration.updateInterval) {
@@ -62,7 +62,7 @@ extension ProgressionConsole {
         case .json, .html:
             let job = try await reader.job(task)
             let actions = try await reader.actions(for: job)
-            if exchange.format == .json { return Self.json(reader.jobJSON(job, actions: actions)) }
+            if exchange.format == .json { return try Self.json(reader.jobJSON(job, actions: actions)) }
             return Self.html(JobPage.render(job, actions: actions, expanded: expanded, context: exchange.context))
         }
     }
@@ -145,9 +145,7 @@ extension ProgressionConsole {
     }
 
     /// `POST /tasks/{id}`: one task, through ``TaskControl`` as `progressctl pause ID` changes it.
-    func actionRoute(_ exchange: Exchange, request: Request, id: String) async throws -> Response {
-        let fields = try await fields(of: request, exchange: exchange)
-        try authorizeChange(request, exchange: exchange, fields: fields)
+    func actionRoute(_ exchange: Exchange, form fields: FormFields, id: String) async throws -> Response {
         let action = try Self.action(fields)
         let force = fields.flag("force")
         let dryRun = fields.flag("dryRun")
@@ -157,7 +155,7 @@ extension ProgressionConsole {
             .perform(action, on: task, dryRun: dryRun)
         logger.info(
             "console change", metadata: ["task": "\(task.id)", "action": "\(action)", "outcome": "\(change.outcome)"])
-        if exchange.format != .html { return Self.json(change) }
+        if exchange.format != .html { return try Self.json(change) }
         let verb = dryRun ? "would \(action.rawValue)" : action.rawValue
         let notice = flashes.keep(PageContext.Notice("\(verb) '\(task.name)': \(change.outcome)"))
         if action == .remove && !dryRun {
@@ -169,9 +167,7 @@ extension ProgressionConsole {
     /// `POST /tasks/{id}/signal`: sends the signal `name` with the JSON `payload` (optional) to the job, as
     /// `progressctl signal ID NAME --payload JSON` does; a link stands for its child job. Bad input is refused with a
     /// sentence (400), nothing sent.
-    func signalRoute(_ exchange: Exchange, request: Request, id: String) async throws -> Response {
-        let fields = try await fields(of: request, exchange: exchange)
-        try authorizeChange(request, exchange: exchange, fields: fields)
+    func signalRoute(_ exchange: Exchange, form fields: FormFields, id: String) async throws -> Response {
         guard let name = fields["name"], !name.isEmpty else {
             throw ConsoleError.badRequest("give the signal's name (what the job's code waits for)")
         }
@@ -204,16 +200,14 @@ extension ProgressionConsole {
             }
         }
         logger.info("console signal", metadata: ["task": "\(job.id)", "signal": "\(name)"])
-        if exchange.format != .html { return Self.json(SignalJSON(signal)) }
+        if exchange.format != .html { return try Self.json(SignalJSON(signal)) }
         let notice = flashes.keep(PageContext.Notice("sent the signal '\(name)' to '\(job.name)'"))
         return Self.redirect(to: exchange.context.taskLink(job.id, query: "notice=" + notice))
     }
 
     /// `POST /tasks?<filters>`: every root the filters choose, as `progressctl cancel --kind …` changes them: a dry
     /// run first (`dryRun=1`), then the change (`yes=1`, the `--yes` of a command without a terminal).
-    func bulkRoute(_ exchange: Exchange, request: Request) async throws -> Response {
-        let fields = try await fields(of: request, exchange: exchange)
-        try authorizeChange(request, exchange: exchange, fields: fields)
+    func bulkRoute(_ exchange: Exchange, form fields: FormFields) async throws -> Response {
         let action = try Self.action(fields)
         let force = fields.flag("force")
         let dryRun = fields.flag("dryRun")
@@ -239,7 +233,7 @@ extension ProgressionConsole {
                 "console change by filter",
                 metadata: ["action": "\(action)", "matched": "\(summary.matched)", "changed": "\(summary.changed)"])
         }
-        if exchange.format != .html { return Self.json(summary) }
+        if exchange.format != .html { return try Self.json(summary) }
         return Self.html(BulkPage.render(summary, request: list, force: force, context: exchange.context))
     }
 

@@ -26,30 +26,29 @@ extension ProgressionConsole {
     /// row values as JSON; `?events=N` ends the stream after N updates).
     public func addRoutes<Router: RouterMethods>(to router: Router) {
         let group = base.isEmpty ? router.group() : router.group(RouterPath(base))
-        group.get("") { request, _ in await self.respond(request) { try await self.overviewRoute($0) } }
-        group.get("tasks") { request, _ in await self.respond(request) { try await self.listRoute($0) } }
-        group.post("tasks") { request, _ in await self.respond(request) { try await self.bulkRoute($0, request: request) } }
-        group.get("tasks/:id") { request, context in
-            let id = Self.decoded(context.parameters.get("id"))
-            return await self.respond(request) { try await self.jobRoute($0, id: id) }
+        group.add(middleware: SecurityHeadersMiddleware<Router.Context>())
+        group.get("assets/:file") { _, context in self.asset(context.parameters.get("file") ?? "") }
+        let pages = group.group(context: ConsoleRequestContext<Router.Context>.self)
+            .add(middleware: ConsoleAnswerMiddleware(console: self))
+        pages.get("") { _, context in try await self.overviewRoute(context.answering()) }
+        pages.get("tasks") { _, context in try await self.listRoute(context.answering()) }
+        pages.get("tasks/:id") { _, context in
+            try await self.jobRoute(context.answering(), id: Self.decoded(context.parameters.get("id")))
         }
-        group.post("tasks/:id") { request, context in
-            let id = Self.decoded(context.parameters.get("id"))
-            return await self.respond(request) { try await self.actionRoute($0, request: request, id: id) }
+        pages.get("metrics") { _, context in try await self.metricsRoute(context.answering()) }
+        pages.get("login") { _, context in try await self.loginPage(context.answering()) }
+        pages.post("login") { request, context in try await self.login(context.answering(), request: request) }
+        pages.post("logout") { request, context in try await self.logout(context.answering(), request: request) }
+        let changes = pages.group().add(middleware: ChangeAccessMiddleware(console: self))
+        changes.post("tasks") { _, context in try await self.bulkRoute(context.answering(), form: context.form) }
+        changes.post("tasks/:id") { _, context in
+            try await self.actionRoute(context.answering(), form: context.form, id: Self.decoded(context.parameters.get("id")))
         }
-        group.post("tasks/:id/signal") { request, context in
-            let id = Self.decoded(context.parameters.get("id"))
-            return await self.respond(request) { try await self.signalRoute($0, request: request, id: id) }
+        changes.post("tasks/:id/signal") { _, context in
+            try await self.signalRoute(context.answering(), form: context.form, id: Self.decoded(context.parameters.get("id")))
         }
-        group.get("metrics") { request, _ in await self.respond(request) { try await self.metricsRoute($0) } }
-        group.get("login") { request, _ in await self.respond(request) { try await self.loginPage($0) } }
-        group.post("login") { request, _ in await self.respond(request) { try await self.login($0, request: request) } }
-        group.post("logout") { request, _ in await self.respond(request) { try await self.logout($0, request: request) } }
-        group.get("assets/:file") { request, context in
-            self.asset(context.parameters.get("file") ?? "")
-        }
-        group.get("**") { request, _ in
-            await self.respond(request) { _ in throw ConsoleError.notFound("there is no page at \(request.uri.path)") }
+        pages.get("**") { request, _ -> Response in
+            throw ConsoleError.notFound("there is no page at \(request.uri.path)")
         }
     }
 
@@ -158,37 +157,14 @@ extension ProgressionConsole {
         }
     }
 
-    /// Runs a route; turns what it throws into the error page or document, and adds the headers every answer has.
-    func respond(_ request: Request, _ body: (Exchange) async throws -> Response) async -> Response {
-        let exchange = exchange(for: request)
-        var response: Response
-        do {
-            response = try await body(exchange)
-        } catch {
-            let (consoleError, unexpected) = ConsoleError.from(error)
-            if unexpected {
-                logger.error(
-                    "console request failed",
-                    metadata: ["path": "\(request.uri.path)", "error": "\(String(reflecting: error))"])
-            }
-            response = errorResponse(consoleError, exchange: exchange)
-        }
-        if let csrf = exchange.newCSRF {
-            response.setCookie(
-                Cookie(
-                    name: ConsoleAccess.csrfCookie, value: csrf, path: cookiePath, secure: exchange.secureCookies,
-                    httpOnly: true, sameSite: .strict))
-        }
-        Self.secure(&response.headers)
-        return response
-    }
-
     var cookiePath: String { base.isEmpty ? "/" : base }
 
     func errorResponse(_ error: ConsoleError, exchange: Exchange) -> Response {
         switch exchange.format {
         case .json, .events:
-            return Self.json(ErrorJSON(error: error.message, status: Int(error.status.code)), status: error.status)
+            // Two plain values: always encodable.
+            let document = JSONDocument(value: ErrorJSON(error: error.message, status: Int(error.status.code)), status: error.status)
+            return (try? document.response()) ?? Response(status: error.status)
         case .html:
             return Self.html(ErrorPage.render(error, context: exchange.context), status: error.status)
         }
@@ -200,42 +176,15 @@ extension ProgressionConsole {
         var status: Int
     }
 
-    /// The Content-Security-Policy of every answer: scripts, styles and images of the console only, no inline
-    /// script or style, forms posted to the console only, never inside a frame.
-    static let contentSecurityPolicy =
-        "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "
-        + "form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
-
-    static func secure(_ headers: inout HTTPFields) {
-        headers[.contentSecurityPolicy] = contentSecurityPolicy
-        headers[.xContentTypeOptions] = "nosniff"
-        headers[.referrerPolicy] = "no-referrer"
-        headers[.xFrameOptions] = "DENY"
-        if headers[.cacheControl] == nil { headers[.cacheControl] = "no-store" }
-    }
-
     static func html(_ html: HTML, status: HTTPResponse.Status = .ok) -> Response {
         Response(
             status: status, headers: [.contentType: "text/html; charset=utf-8"],
             body: ResponseBody(byteBuffer: ByteBuffer(string: html.markup)))
     }
 
-    /// A JSON document: progressctl's `--json` documents, compact (a tree of 10,000 nodes pretty-printed took five
-    /// times as long).
-    /// `value` as JSON; a value that cannot be encoded (a number JSON has no form for) is a 500 that says so, never a
-    /// document that looks like an empty answer.
-    package static func json(_ value: some Encodable, status: HTTPResponse.Status = .ok) -> Response {
-        var status = status
-        let text: String
-        do {
-            text = try compact(value)
-        } catch {
-            status = .internalServerError
-            text = #"{"error":"the console could not encode its answer as JSON","status":500}"#
-        }
-        return Response(
-            status: status, headers: [.contentType: "application/json; charset=utf-8"],
-            body: ResponseBody(byteBuffer: ByteBuffer(string: text + "\n")))
+    /// `value` as the console API's JSON document (``JSONDocument``).
+    static func json(_ value: some Encodable) throws -> Response {
+        try JSONDocument(value: value).response()
     }
 
     static func redirect(to location: String) -> Response {
@@ -244,19 +193,16 @@ extension ProgressionConsole {
 
     func asset(_ name: String) -> Response {
         guard let asset = ConsoleAssets.files[name] else {
-            var response = Self.html(
+            return Self.html(
                 ErrorPage.render(.notFound("there is no asset '\(name)'"), context: PageContext(base: base, access: .readOnly, csrf: "")),
                 status: .notFound)
-            Self.secure(&response.headers)
-            return response
         }
-        var response = Response(
+        return Response(
             status: .ok,
             headers: [.contentType: asset.contentType, .cacheControl: name == "icon.svg" ? "public, max-age=86400" : "public, max-age=31536000, immutable"],
             body: ResponseBody(byteBuffer: ByteBuffer(string: asset.body)))
-        Self.secure(&response.headers)
-        return response
     }
+
 
     /// The page's live updates: a stream of Server-Sent Events from the view `key`.
     func events(
