@@ -154,24 +154,50 @@ extension ExecutionEngine {
         return cancellation
     }
 
-    /// Stops the code of tasks another owner took (the store rejected their writes): nothing more is written for them.
-    /// Jobs queued here that another worker claimed first (or an operator changed) left memory already, without a
-    /// word: that is how a fleet shares a backlog.
+    /// Stops the code of tasks another owner took: nothing more is written for them. Jobs queued here that another
+    /// worker claimed first (or an operator changed) left memory already, without a word: that is how a fleet shares
+    /// a backlog.
     func leaseLost(_ ids: [String], childJobsTaken: Bool = false) {
-        let stopped = locked { $0.stopLostRoots(ids) }
-        defer { stopped.cancellation.run() }
-        if !stopped.reclaimed.isEmpty {
-            logger.debug(
-                "claimed by this executor while their start was on its way; loading them again",
-                metadata: ["tasks": "\(stopped.reclaimed)"])
-        }
-        guard !stopped.lost.isEmpty else { return }
+        let stopped = stopLost(ids)
+        guard !stopped.isEmpty else { return }
+        let lost = stopped.map(\.id)
         if childJobsTaken {
             logger.info(
-                "child jobs taken back by their parent's end or pause; stopping them here",
-                metadata: ["tasks": "\(stopped.lost)"])
+                "child jobs taken back by their parent's end or pause; stopping them here", metadata: ["tasks": "\(lost)"])
         } else {
-            logger.warning("lost tasks to another owner; stopping them here", metadata: ["tasks": "\(stopped.lost)"])
+            logger.warning("lost tasks to another owner; stopping them here", metadata: ["tasks": "\(lost)"])
+        }
+    }
+
+    /// Stops the code of the tasks whose writes the store refused (see ``GraphState/stopLostRoots(_:)``); returns
+    /// those stopped, with their roots.
+    func stopLost(_ ids: [String]) -> [(id: String, rootID: String)] {
+        let stopped = locked { $0.stopLostRoots(ids) }
+        stopped.cancellation.run()
+        return stopped.tasks
+    }
+
+    /// Says who took the roots of tasks stopped because the store refused their writes, from their rows read now
+    /// (``LostRootAttribution``): a loss to another owner is a warning with what the store holds; a root this
+    /// executor's own claim took (and loads again) is not a loss.
+    func sayWhoTook(_ stopped: [(id: String, rootID: String)]) async {
+        guard !stopped.isEmpty else { return }
+        var rows: [String: String??] = [:]
+        for rootID in Set(stopped.map(\.rootID)) {
+            let row: TaskRecord?
+            do { row = try await store.task(id: rootID) } catch { continue }
+            rows[rootID] = .some(row.map(\.ownerID))
+        }
+        let said = LostRootAttribution(stopped, rows: rows, me: ownerID)
+        if !said.own.isEmpty {
+            logger.debug(
+                "claimed by this executor while their start was on its way; loading them again",
+                metadata: ["tasks": "\(said.own)"])
+        }
+        if !said.lost.isEmpty {
+            logger.warning(
+                "lost tasks to another owner; stopping them here",
+                metadata: ["tasks": "\(said.lost)", "roots": "\(said.holders.sorted { $0.key < $1.key }.map { "\($0.key): \($0.value)" })"])
         }
     }
 

@@ -208,25 +208,7 @@ extension ExecutionEngine {
         let now = now()
         let completedBefore = now.addingTimeInterval(-configuration.completedTaskVisibility.seconds)
         let failedBefore = configuration.failedTaskVisibility.map { now.addingTimeInterval(-$0.seconds) }
-        locked { state in
-            var removed: Set<ObjectIdentifier> = []
-            for root in state.roots {
-                let committed = root.committed
-                guard committed.status.isFinished, root.phase == .idle, let finished = committed.finishedAt,
-                    root.staged == nil, !root.isInWriteSet,
-                    let limit = committed.status == .completed ? completedBefore : failedBefore, finished < limit
-                else { continue }
-                for node in root.subtree {
-                    node.removed = true
-                    state.nodes[node.handle] = nil
-                    state.handles[node.record.id] = nil
-                }
-                removed.insert(ObjectIdentifier(root))
-            }
-            guard !removed.isEmpty else { return }
-            state.roots.removeAll { removed.contains(ObjectIdentifier($0)) }
-            state.version += 1
-        }
+        _ = locked { $0.sweepFinished(completedBefore: completedBefore, failedBefore: failedBefore) }
     }
 
     /// Applies control requests written by other processes (progressctl) for this owner, when the store changed

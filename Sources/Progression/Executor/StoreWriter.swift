@@ -124,14 +124,15 @@ actor StoreWriter {
             }
             // Fenced roots are marked before anyone waiting for this commit is woken: a step or a checkpoint whose
             // write was rejected must not return as if it had been committed.
-            if !result.rejectedTaskIDs.isEmpty || !children.isEmpty {
-                engine.leaseLost(result.rejectedTaskIDs + children)
-            }
+            let stopped = result.rejectedTaskIDs.isEmpty ? [] : engine.stopLost(result.rejectedTaskIDs)
+            if !children.isEmpty { engine.leaseLost(children) }
             engine.perform(committed.effects)
             for waiter in committed.waiters { waiter.resume() }
             if taken.batch.changesJobTrees { engine.treeSignal.signal() }
             engine.noteStorageRecovered()
             engine.publisherSignal.signal()
+            // Who took them, read once everyone is told (rare: a refusal of a root this executor still held).
+            await engine.sayWhoTook(stopped)
             return Written(duration: duration, resumed: committed.waiters.count)
         } catch {
             engine.metrics.writerFailures.increment()

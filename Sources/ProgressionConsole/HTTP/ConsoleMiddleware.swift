@@ -7,15 +7,15 @@ import Logging
 /// The context of the console's routes: a child of whatever context the application's router has, so that the console
 /// mounts on any Hummingbird router (``ProgressionConsole/addRoutes(to:)``), carrying what the console's middleware
 /// found out about the request to the routes.
-public struct ConsoleRequestContext<Parent: RequestContext>: ChildRequestContext {
-    public var coreContext: CoreRequestContextStorage
+package struct ConsoleRequestContext<Parent: RequestContext>: ChildRequestContext {
+    package var coreContext: CoreRequestContextStorage
     /// Who asks, for what, and how to answer: set by ``ConsoleAnswerMiddleware`` before any route runs.
     var exchange: ProgressionConsole.Exchange?
     /// The fields of a change's form or JSON body (after the query string's), read and authorized by
     /// ``ChangeAccessMiddleware``.
     var form = FormFields(nil)
 
-    public init(context: Parent) {
+    package init(context: Parent) {
         coreContext = context.coreContext
     }
 

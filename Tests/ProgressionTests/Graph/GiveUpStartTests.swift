@@ -61,10 +61,9 @@ struct GiveUpStartTests {
         #expect(dispatch.effects.wakesClaims == row.reloaded)
     }
 
-    /// The store refused the writes of two started roots: one another worker took, one this executor's own claim took
-    /// while its start was on its way. Both stop; only the first is a loss to another owner (the warning a fleet's
-    /// operator reads, and the chaos line counts, as a worker fenced while alive), the second is loaded again.
-    @Test func aRootItsOwnClaimTookIsStoppedButNotCountedAsLost() {
+    /// The store refused the writes of two started roots and a subtask: each stops, with its root; a task no longer in
+    /// memory is not stopped again.
+    @Test func theTasksTheStoreRefusedStopWithTheirRoots() {
         var state = GraphState.alone(slots: 2)
         let created = Date(timeIntervalSince1970: 1_000)
         var roots: [TaskNode] = []
@@ -77,15 +76,53 @@ struct GiveUpStartTests {
             root.phase = .running
             roots.append(root)
         }
-        roots[1].reclaimed = true
+        _ = state.attachStored(
+            TaskRecord(id: "theirs.1", parentID: "theirs", rootID: "theirs", name: "step", createdAt: created), to: roots[0])
 
-        let stopped = state.stopLostRoots(["theirs", "ours", "gone"])
+        let stopped = state.stopLostRoots(["theirs.1", "ours", "gone"])
 
-        #expect(stopped.lost == ["theirs"])
-        #expect(stopped.reclaimed == ["ours"])
+        #expect(stopped.tasks.map(\.id) == ["theirs.1", "ours"])
+        #expect(stopped.tasks.map(\.rootID) == ["theirs", "ours"])
         #expect(roots.allSatisfy { $0.stopReason == .leaseLost })
-        for root in roots { _ = state.giveUpStart(root.handle, now: created, monotonicNow: .seconds(1)) }
-        #expect(state.unloadedClaims.map(\.id) == ["ours"])
-        #expect(state.node(id: "theirs") == nil)
+    }
+
+    enum StoredRoot: Sendable {
+        case owned(String), unowned, gone, unread
+    }
+
+    struct AttributionRow: Sendable, CustomTestStringConvertible {
+        var name: String
+        /// The root's row as read after the refusal.
+        var stored: StoredRoot
+        var own: Bool
+        var holder: String?
+        var testDescription: String { name }
+    }
+
+    /// Who took a refused root, from its row read after the refusal: only a row this executor owns is no loss (the
+    /// chaos line counts the warning of a loss as a worker fenced while alive).
+    static let attributionRows: [AttributionRow] = [
+        AttributionRow(name: "this executor's own claim holds it", stored: .owned("me"), own: true, holder: nil),
+        AttributionRow(name: "another owner holds it", stored: .owned("them"), own: false, holder: "held by them"),
+        AttributionRow(name: "nobody holds it (an operator changed it)", stored: .unowned, own: false, holder: "unowned"),
+        AttributionRow(name: "it is gone", stored: .gone, own: false, holder: "gone"),
+        AttributionRow(name: "it could not be read", stored: .unread, own: false, holder: "not read"),
+    ]
+
+    @Test(arguments: attributionRows)
+    func aRefusedRootIsALossUnlessThisExecutorsOwnClaimHoldsIt(_ row: AttributionRow) {
+        // What was read of each root: its row's owner (`nil`: unowned), or `nil` for a row gone; a root not read is
+        // not there.
+        var rows: [String: String??] = [:]
+        switch row.stored {
+        case .owned(let owner): rows["job"] = .some(.some(owner))
+        case .unowned: rows["job"] = .some(.some(nil))
+        case .gone: rows["job"] = .some(nil)
+        case .unread: break
+        }
+        let said = LostRootAttribution([("job.1", "job"), ("job", "job")], rows: rows, me: "me")
+        #expect(said.own == (row.own ? ["job.1", "job"] : []))
+        #expect(said.lost == (row.own ? [] : ["job.1", "job"]))
+        #expect(said.holders["job"] == row.holder)
     }
 }

@@ -60,18 +60,46 @@ extension GraphState {
     /// Removes a root and its subtree from memory (their rows stay in the store). Returns their ids.
     @discardableResult
     mutating func removeRoot(_ root: TaskNode) -> Set<String> {
-        let subtree = root.subtree
+        removeRoots([root])
+    }
+
+    /// Removes roots and their subtrees from memory in one pass (their rows stay in the store): every removal of a
+    /// root goes through here. Their nodes are marked removed and unlinked, their queued events dropped. Returns the
+    /// ids removed.
+    @discardableResult
+    mutating func removeRoots(_ removed: [TaskNode]) -> Set<String> {
+        guard !removed.isEmpty else { return [] }
         var ids: Set<String> = []
-        for node in subtree {
-            node.removed = true
-            nodes[node.handle] = nil
-            handles[node.record.id] = nil
-            ids.insert(node.record.id)
+        for root in removed {
+            let subtree = root.subtree
+            for node in subtree {
+                node.removed = true
+                nodes[node.handle] = nil
+                handles[node.record.id] = nil
+                ids.insert(node.record.id)
+            }
+            for node in subtree { node.children = [] }
         }
-        for node in subtree { node.children = [] }
-        roots.removeAll { $0 === root }
+        let gone = Set(removed.map(ObjectIdentifier.init))
+        roots.removeAll { gone.contains(ObjectIdentifier($0)) }
         if !events.isEmpty { events.removeAll { ids.contains($0.taskID) } }
         version += 1
         return ids
+    }
+
+    /// Removes from memory the finished roots whose committed finish is older than their visibility (`completedBefore`
+    /// for completed roots, `failedBefore` for failed and cancelled ones, `nil`: kept), idle and with nothing left to
+    /// write. Returns the ids removed.
+    @discardableResult
+    mutating func sweepFinished(completedBefore: Date, failedBefore: Date?) -> Set<String> {
+        let finished = roots.filter { root in
+            let committed = root.committed
+            guard committed.status.isFinished, root.phase == .idle, let finishedAt = committed.finishedAt,
+                root.staged == nil, !root.isInWriteSet,
+                let limit = committed.status == .completed ? completedBefore : failedBefore
+            else { return false }
+            return finishedAt < limit
+        }
+        return removeRoots(finished)
     }
 }

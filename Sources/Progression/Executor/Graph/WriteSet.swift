@@ -157,11 +157,8 @@ extension GraphState {
 
     /// The tasks of ``stopLostRoots(_:)``: stopped because the store no longer gives their roots to this executor.
     struct LostRoots {
-        /// Taken by another owner (or by their parent's end or pause, for child jobs).
-        var lost: [String] = []
-        /// Taken by this executor's own claim while their start, written for a job still unowned, was on its way: the
-        /// store refused the start for that reason, and the root is loaded again once stopped (``giveUpStart``).
-        var reclaimed: [String] = []
+        /// The tasks stopped (those still in memory), in the order given, each with its root's id.
+        var tasks: [(id: String, rootID: String)] = []
         var cancellation = Cancellation()
     }
 
@@ -171,11 +168,7 @@ extension GraphState {
         var stopped = LostRoots()
         for id in ids {
             guard let node = node(id: id) else { continue }
-            if node.root.reclaimed {
-                stopped.reclaimed.append(id)
-            } else {
-                stopped.lost.append(id)
-            }
+            stopped.tasks.append((id, node.root.record.id))
             node.root.stopReason = .leaseLost
             stopped.cancellation.actions += ExecutionEngine.stop(node.root, .leaseLost).actions
         }
@@ -213,4 +206,41 @@ extension GraphState {
 
     /// Someone waits for the next commit: a caller, or a root whose end is to be settled.
     var awaitsCommit: Bool { urgent || commits.hasWaiters || !endedRuns.isEmpty }
+}
+
+/// Who took the roots of tasks whose writes the store refused, from the store's rows read after the refusal: a row
+/// this executor owns was taken by its own claim while a start written for a job still unowned was on its way (the
+/// start is refused for that very reason, and the root is loaded again), which is no loss; any other holder (another
+/// owner, none, a row gone or unread) is a loss, said with what the store holds.
+struct LostRootAttribution: Equatable {
+    /// Tasks whose roots this executor's own claim holds.
+    var own: [String] = []
+    /// Tasks lost, with what the store holds of their roots ("held by X", "unowned", "gone", "not read").
+    var lost: [String] = []
+    var holders: [String: String] = [:]
+
+    /// - Parameter rows: the owner of each root read (`.some(nil)`: unowned), `nil` for a root gone; a root missing
+    ///   from `rows` was not read.
+    init(_ tasks: [(id: String, rootID: String)], rows: [String: String??], me: String) {
+        for (id, rootID) in tasks {
+            guard let row = rows[rootID] else {
+                lost.append(id)
+                holders[rootID] = "not read"
+                continue
+            }
+            switch row {
+            case .some(.some(let owner)) where owner == me:
+                own.append(id)
+            case .some(.some(let owner)):
+                lost.append(id)
+                holders[rootID] = "held by \(owner)"
+            case .some(.none):
+                lost.append(id)
+                holders[rootID] = "unowned"
+            case .none:
+                lost.append(id)
+                holders[rootID] = "gone"
+            }
+        }
+    }
 }
