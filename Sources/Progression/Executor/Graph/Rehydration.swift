@@ -1,0 +1,71 @@
+import Foundation
+import Synchronization
+
+// A stored tree brought into memory.
+
+extension GraphState {
+    /// Adds a stored tree to memory and decides, through the lifecycle, what happens to its root: a job that was
+    /// running counts an interruption (and fails after too many: a crash loop); a closure task fails as interrupted
+    /// (no other process has its code); a paused one stays paused; one waiting for its next attempt waits; a pending
+    /// job is queued for a slot. Subtasks that were under way go back to pending: they run again when their parent
+    /// pushes them, completed ones are skipped.
+    mutating func rehydrate(
+        _ tree: [TaskRecord], previousOwner: String?, body: RootBody?, kindOptions: TaskOptions? = nil, owner: String,
+        now: Date, maxInterruptions: Int, clock: TaskClock
+    ) -> GraphEffects {
+        guard var rootRecord = tree.first, rootRecord.isRoot, node(id: rootRecord.id) == nil else { return GraphEffects() }
+        // The claim changed the stored owner already: the one it took the root from is the claim's.
+        let formerOwner = previousOwner
+        rootRecord.ownerID = owner
+        let root = addRoot(rootRecord, stored: true)
+        root.body = body
+        // A job submitted by a process that did not know its kind's options gets them now.
+        if rootRecord.options.givenFields != nil, let kindOptions {
+            root.record.options = rootRecord.options.filled(from: kindOptions)
+            root.record.priority = root.record.options.priority
+            markDirty(root, [.options, .priority])
+        }
+        root.progress.floor = rootRecord.progress
+        for record in tree.dropFirst() {
+            guard let parentID = record.parentID, let parent = node(id: parentID) else { continue }
+            let child = attachStored(record, to: parent)
+            child.progress.floor = record.progress
+        }
+        // A link's state is its child's (kept by the tree keeper), not this tree's to release.
+        for child in root.subtree.dropFirst() where child.record.status == .running && !child.isLink {
+            _ = try? transition(child, .release, by: .system, now: now, silent: true)
+        }
+        guard !root.record.status.isFinished else { return GraphEffects() }
+        if root.record.status == .running {
+            _ = try? transition(
+                root, .interrupt, by: .system, now: now,
+                message: "the process running it (owner \(formerOwner ?? "none")) stopped")
+        }
+        guard body != nil else {
+            // A closure task: no other process has its code.
+            _ = try? transition(
+                root, .fail(TaskFailure(ProgressionError.interrupted(taskID: root.record.id))), by: .system, now: now)
+            return GraphEffects()
+        }
+        if root.record.interruptions > maxInterruptions {
+            let error = ProgressionError.tooManyInterruptions(taskID: root.record.id, count: root.record.interruptions)
+            _ = try? transition(root, .fail(TaskFailure(error)), by: .system, now: now)
+            return GraphEffects()
+        }
+        if formerOwner != nil, formerOwner != owner {
+            append(
+                TaskEvent(
+                    taskID: root.record.id, rootID: root.record.id, kind: .recovered, at: now,
+                    attempt: root.record.attempt, progress: root.record.progress, message: "claimed by owner \(owner)"))
+        }
+        guard root.record.status == .pending else { return GraphEffects() }  // paused: a resume queues it
+        if root.record.nextAttemptAt != nil, root.record.waitReason == .retry { root.startsNewAttempt = true }
+        if let next = root.record.nextAttemptAt, next > now {
+            root.phase = .delayed
+            let delay = Duration.milliseconds(Int64(next.timeIntervalSince(now) * 1000))
+            return GraphEffects(wakesTimers: timers.add(.retry(root.handle), at: clock.now() + delay))
+        }
+        enqueue(root)
+        return GraphEffects()
+    }
+}
