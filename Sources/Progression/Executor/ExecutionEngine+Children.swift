@@ -115,17 +115,7 @@ extension ExecutionEngine {
     /// Stores a checkpoint; returns once it is committed.
     func checkpoint(_ handle: NodeHandle, data: Data) async throws {
         let now = now()
-        let sequence = locked { state -> Int64? in
-            guard let node = state.nodes[handle], !node.removed else { return nil }
-            node.record.checkpoint = data
-            node.record.updatedAt = now
-            state.markDirty(node, [.checkpoint, .updatedAt])
-            state.append(
-                TaskEvent(
-                    taskID: node.record.id, rootID: node.record.rootID, kind: .checkpointed, at: now,
-                    attempt: node.record.attempt, progress: node.record.progress, message: "\(data.count) bytes"))
-            return state.changeSequence
-        }
+        let sequence = locked { $0.checkpoint(handle, data: data, now: now) }
         guard let sequence else { throw ProgressionError.notFound(taskID: "#\(handle)") }
         try await waitForCommit(sequence)
         try checkNotFenced(handle)
@@ -176,7 +166,7 @@ extension ExecutionEngine {
                     if let immediate { continuation.resume(with: immediate) }
                 }
             } onCancel: {
-                let continuation = locked { $0.nodes[handle]?.pauseWaiters.removeValue(forKey: token) }
+                let continuation = locked { $0.cancelPauseWait(handle, token: token) }
                 continuation?.resume(throwing: CancellationError())
             }
         }

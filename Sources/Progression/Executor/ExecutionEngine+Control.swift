@@ -219,22 +219,13 @@ extension ExecutionEngine {
     /// (a root unknown here is idle).
     func waitUntilIdle(_ taskID: String) async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let idle = locked { state -> Bool in
-                guard let node = state.node(id: taskID), node.isRoot, node.phase != .idle else { return true }
-                node.idleWaiters.append(continuation)
-                return false
-            }
-            if idle { continuation.resume() }
+            if locked({ $0.waitUntilIdle(taskID, continuation) }) { continuation.resume() }
         }
     }
 
     /// Resumes the callers of `waitForTask` of a root that became idle.
     func resumeIdleWaiters(_ taskID: String) {
-        perform(
-            locked { state in
-                guard let node = state.node(id: taskID), node.phase == .idle else { return GraphEffects() }
-                return state.setIdle(node)
-            })
+        perform(locked { $0.idleWaiters(of: taskID) })
     }
 }
 

@@ -289,11 +289,8 @@ extension ExecutionEngine {
         guard let fleet = capabilities.fleet, let paused = try? await fleet.pausedKinds() else { return }
         let names = Set(paused.keys)
         let now = now()
-        let dispatch = locked { state -> Dispatch in
-            guard state.pausedKinds != names else { return Dispatch() }
-            state.pausedKinds = names
-            return state.dispatch(now: now, monotonicNow: clock.now())
-        }
+        let monotonicNow = clock.now()
+        let dispatch = locked { $0.setPausedKinds(names, now: now, monotonicNow: monotonicNow) }
         carry(dispatch)
     }
 
@@ -418,9 +415,7 @@ extension ExecutionEngine {
             }
             await waitUntilIdle(taskID)
             try await flush()
-            locked { state in
-                if let node = state.node(id: taskID) { state.removeRoot(node) }
-            }
+            locked { $0.removeRoot(id: taskID) }
         }
         guard let stored = try await store.task(id: taskID) else { throw ProgressionError.notFound(taskID: taskID) }
         _ = try await store.change(

@@ -119,47 +119,17 @@ extension ExecutionEngine {
             }
         } catch {
             Self.noteStorageFailure(error, outage: storageOutage, logger: logger, what: "loading a claimed task")
-            locked { $0.unloadedClaims.append(claimed) }
+            locked { $0.deferClaim(claimed) }
             return
         }
         let now = now()
         let body = tree.first.flatMap { registry.body(for: $0) }
         let kindOptions = tree.first?.kind.flatMap { registry.kind($0)?.options }
-        let dispatch = locked { state -> Dispatch in
-            var effects = GraphEffects()
-            if let known = state.node(id: claimed.id), known.phase == .idle, known.record.status.isFinished,
-                !tree.isEmpty
-            {
-                // A root that ended here and was run again since (a child job its parent retried): what memory
-                // holds of it is out of date.
-                effects = state.setIdle(known)
-                state.removeRoot(known)
-                effects += state.rehydrate(
-                    tree, previousOwner: claimed.previousOwner, body: body, kindOptions: kindOptions, owner: ownerID,
-                    now: now, maxInterruptions: configuration.maxInterruptions, clock: clock)
-            } else if let known = state.node(id: claimed.id),
-                (known.phase == .running && known.runTask != nil) || known.handOffSequence != nil
-            {
-                // Its previous run here is still ending (it gave its slot back to wait, and what it waited for
-                // happened at once), or its hand-off to the fleet committed and has not settled yet: it is loaded
-                // afresh once that has settled.
-                known.reclaimed = true
-            } else if let known = state.node(id: claimed.id) {
-                // A job of this worker's queue that the claim took in the store: it is this worker's now.
-                known.record.ownerID = ownerID
-                known.committed.ownerID = ownerID
-                if known.phase == .idle, known.record.status == .pending { state.enqueue(known) }
-                // Given a slot, not launched yet: its start may be on its way already, written for a job still
-                // unowned, and refused then; the start given up loads it again (`giveUpStart`).
-                if known.phase == .running { known.reclaimed = true }
-            } else if !tree.isEmpty {
-                effects = state.rehydrate(
-                    tree, previousOwner: claimed.previousOwner, body: body, kindOptions: kindOptions, owner: ownerID,
-                    now: now, maxInterruptions: configuration.maxInterruptions, clock: clock)
-            }
-            var dispatch = state.dispatch(now: now, monotonicNow: clock.now())
-            dispatch.effects += effects
-            return dispatch
+        let monotonicNow = clock.now()
+        let dispatch = locked { state in
+            state.loadClaimed(
+                claimed, tree: tree, body: body, kindOptions: kindOptions, now: now, monotonicNow: monotonicNow,
+                maxInterruptions: configuration.maxInterruptions, clock: clock)
         }
         carry(dispatch)
         wakeWriter(urgent: true)
@@ -167,10 +137,7 @@ extension ExecutionEngine {
 
     /// Loads the claimed roots whose trees could not be read before.
     private func loadUnloadedClaims() async {
-        let claims = locked { state in
-            defer { state.unloadedClaims.removeAll() }
-            return state.unloadedClaims
-        }
+        let claims = locked { $0.takeUnloadedClaims() }
         for claimed in claims { await load(claimed) }
     }
 

@@ -37,21 +37,10 @@ extension ExecutionEngine {
         do {
             try await waitForCommit(sequence)
         } catch {
-            locked { state in
-                for handle in handles { if let node = state.nodes[handle] { state.removeRoot(node) } }
-            }
+            locked { $0.newRootsNotCommitted(handles) }
             throw error
         }
-        return locked { state in
-            var conflicted: [String] = []
-            for handle in handles {
-                guard let node = state.nodes[handle], node.conflicted else { continue }
-                conflicted.append(node.record.id)
-                node.stopReason = .leaseLost
-                state.removeRoot(node)
-            }
-            return conflicted
-        }
+        return locked { $0.newRootsCommitted(handles) }
     }
 
     /// Carries out what a change of the run queue left to do, outside the lock.
@@ -80,11 +69,7 @@ extension ExecutionEngine {
     /// ``launch(_:)`` to make it (`nil` when the root was launched and has ended since).
     func runTask(launching handle: NodeHandle) async -> Task<Void, Never>? {
         await withCheckedContinuation { (continuation: CheckedContinuation<Task<Void, Never>?, Never>) in
-            let made = locked { state -> Task<Void, Never>?? in
-                guard state.unlaunched.keys.contains(handle) else { return .some(state.nodes[handle]?.runTask) }
-                state.unlaunched[handle] = continuation
-                return .none
-            }
+            let made = locked { $0.awaitLaunch(handle, continuation) }
             if let made { continuation.resume(returning: made) }
         }
     }
@@ -107,13 +92,7 @@ extension ExecutionEngine {
             giveUpStart(handle)
             return
         }
-        let started = locked { state -> TaskRecord? in
-            guard let node = state.nodes[handle], !node.conflicted, !node.removed, node.stopReason != .leaseLost
-            else { return nil }
-            // Its start committed: a claim of this executor that took it before is what the start wrote over.
-            node.reclaimed = false
-            return node.record
-        }
+        let started = locked { $0.startCommitted(handle) }
         guard let started else {
             giveUpStart(handle)
             return
@@ -247,6 +226,6 @@ extension ExecutionEngine {
     }
 
     private func endExecution(_ handle: NodeHandle) {
-        locked { $0.nodes[handle]?.execution = nil }
+        locked { $0.endExecution(handle) }
     }
 }

@@ -115,11 +115,7 @@ final class ExecutionEngine: Sendable {
     /// Wakes the writer; `urgent` (someone waits for a commit) also cuts its batching window short.
     func wakeWriter(urgent: Bool) {
         if urgent {
-            let waiter = state.withLock { state in
-                state.urgent = true
-                defer { state.windowWaiter = nil }
-                return state.windowWaiter
-            }
+            let waiter = locked { $0.endWindow(urgent: true) }
             waiter?.resume()
         }
         writerWake.yield()

@@ -176,21 +176,14 @@ actor StoreWriter {
     private func batchingWindow(_ window: Duration) async {
         let engine = engine
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let now = engine.state.withLock { state -> Bool in
-                if state.awaitsCommit || state.closedError != nil { return true }
-                state.windowWaiter = continuation
-                return false
-            }
+            let now = engine.locked { $0.waitForWindow(continuation) }
             if now {
                 continuation.resume()
                 return
             }
             let nanoseconds = window.components.seconds * 1_000_000_000 + window.components.attoseconds / 1_000_000_000
             DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Int(nanoseconds))) {
-                let waiter = engine.state.withLock { state in
-                    defer { state.windowWaiter = nil }
-                    return state.windowWaiter
-                }
+                let waiter = engine.locked { $0.endWindow(urgent: false) }
                 waiter?.resume()
             }
         }

@@ -88,7 +88,7 @@ extension TaskExecutor {
                 }
                 return try await body(input, context)
             })
-        if let version { engine.locked { $0.kindVersions[kind] = version.name } }
+        if let version { engine.locked { $0.recordVersion(version.name, of: kind) } }
     }
 
     /// The options a job kind was registered with, or `nil` when it is not registered here.

@@ -39,7 +39,7 @@ extension TaskExecutor {
         }
         try await engine.declareSchedules()
         await engine.refreshPausedKinds()
-        engine.locked { $0.schedulerEnabled = true }
+        engine.locked { $0.enableScheduler() }
         if await engine.claimOnce().full { engine.storeChanged.store(true, ordering: .relaxed) }
         engine.claimSignal.signal()
     }

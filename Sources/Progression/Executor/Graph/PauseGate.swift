@@ -43,3 +43,19 @@ extension GraphState {
         return nextWaiterToken
     }
 }
+
+extension GraphState {
+    /// The waiter `token` of a paused node, taken out to be resumed with `CancellationError` (its task was cancelled);
+    /// `nil` when it was woken already.
+    mutating func cancelPauseWait(_ handle: NodeHandle, token: Int) -> CheckedContinuation<Void, any Error>? {
+        nodes[handle]?.pauseWaiters.removeValue(forKey: token)
+    }
+
+    /// The kinds paused across the fleet, read from the store; when they changed, the run queue gives slots again (a
+    /// kind resumed lets its queued roots start).
+    mutating func setPausedKinds(_ names: Set<String>, now: Date, monotonicNow: Duration) -> Dispatch {
+        guard pausedKinds != names else { return Dispatch() }
+        pausedKinds = names
+        return dispatch(now: now, monotonicNow: monotonicNow)
+    }
+}

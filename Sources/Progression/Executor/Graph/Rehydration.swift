@@ -69,3 +69,67 @@ extension GraphState {
         return GraphEffects()
     }
 }
+
+extension GraphState {
+    /// A claim of this executor took a root in the store, and its tree was read: what memory does with it.
+    /// - A root that ended here and was run again since (a child job its parent retried): what memory holds of it is
+    ///   out of date; it is loaded afresh.
+    /// - A root whose previous run here is still ending (it gave its slot back to wait, and what it waited for
+    ///   happened at once), or whose hand-off to the fleet committed and has not settled yet: marked ``TaskNode/
+    ///   reclaimed``, and loaded afresh once that has settled.
+    /// - A job of this worker's queue: it is this worker's now, queued if idle. Given a slot and not launched yet, its
+    ///   start may be on its way already, written for a job still unowned, and refused then; the start given up loads
+    ///   it again (`giveUpStart`).
+    /// - A root not in memory: loaded (``rehydrate(_:previousOwner:body:kindOptions:owner:now:maxInterruptions:clock:)``).
+    mutating func loadClaimed(
+        _ claimed: ClaimedRoot, tree: [TaskRecord], body: RootBody?, kindOptions: TaskOptions?, now: Date,
+        monotonicNow: Duration, maxInterruptions: Int, clock: TaskClock
+    ) -> Dispatch {
+        var effects = GraphEffects()
+        if let known = node(id: claimed.id), known.phase == .idle, known.record.status.isFinished, !tree.isEmpty {
+            effects = setIdle(known)
+            removeRoot(known)
+            effects += rehydrate(
+                tree, previousOwner: claimed.previousOwner, body: body, kindOptions: kindOptions, owner: ownerID,
+                now: now, maxInterruptions: maxInterruptions, clock: clock)
+        } else if let known = node(id: claimed.id),
+            (known.phase == .running && known.runTask != nil) || known.handOffSequence != nil
+        {
+            known.reclaimed = true
+        } else if let known = node(id: claimed.id) {
+            known.record.ownerID = ownerID
+            known.committed.ownerID = ownerID
+            if known.phase == .idle, known.record.status == .pending { enqueue(known) }
+            if known.phase == .running { known.reclaimed = true }
+        } else if !tree.isEmpty {
+            effects = rehydrate(
+                tree, previousOwner: claimed.previousOwner, body: body, kindOptions: kindOptions, owner: ownerID,
+                now: now, maxInterruptions: maxInterruptions, clock: clock)
+        }
+        var result = dispatch(now: now, monotonicNow: monotonicNow)
+        result.effects += effects
+        return result
+    }
+
+    /// A claimed root whose tree could not be read (the store failed): loaded by a later pass. It is this worker's in
+    /// the store, so no other takes it meanwhile.
+    mutating func deferClaim(_ claimed: ClaimedRoot) {
+        unloadedClaims.append(claimed)
+    }
+
+    /// The claimed roots whose trees could not be read before, to load now.
+    mutating func takeUnloadedClaims() -> [ClaimedRoot] {
+        defer { unloadedClaims.removeAll() }
+        return unloadedClaims
+    }
+
+    /// The scheduler runs: claims, schedules and the recovery of dead owners' roots begin.
+    mutating func enableScheduler() {
+        schedulerEnabled = true
+    }
+
+    /// The version a kind registered here declares (``JobVersion``): claims leave jobs it cannot continue.
+    mutating func recordVersion(_ version: String, of kind: String) {
+        kindVersions[kind] = version
+    }
+}

@@ -411,3 +411,57 @@ extension TaskNode {
         return idleWaiters
     }
 }
+
+/// The waits and hand-overs of a root's life that the engine enters the graph for.
+extension GraphState {
+    /// Registers `continuation` to be resumed once the root `taskID` is idle; returns `true` when it is idle now (a
+    /// root unknown here is idle), the continuation not kept.
+    mutating func waitUntilIdle(_ taskID: String, _ continuation: CheckedContinuation<Void, Never>) -> Bool {
+        guard let node = node(id: taskID), node.isRoot, node.phase != .idle else { return true }
+        node.idleWaiters.append(continuation)
+        return false
+    }
+
+    /// The callers waiting for the root `taskID` to be idle, when it is (to resume once the lock is released).
+    mutating func idleWaiters(of taskID: String) -> GraphEffects {
+        guard let node = node(id: taskID), node.phase == .idle else { return GraphEffects() }
+        return setIdle(node)
+    }
+
+    /// New roots whose insert did not commit (the store failed, or the executor closed): they leave memory.
+    mutating func newRootsNotCommitted(_ handles: [NodeHandle]) {
+        removeRoots(handles.compactMap { nodes[$0] })
+    }
+
+    /// New roots whose insert committed: those whose identity was taken leave memory, stopped; returns their ids.
+    mutating func newRootsCommitted(_ handles: [NodeHandle]) -> [String] {
+        let conflicted = handles.compactMap { nodes[$0] }.filter(\.conflicted)
+        for node in conflicted { node.stopReason = .leaseLost }
+        removeRoots(conflicted)
+        return conflicted.map(\.record.id)
+    }
+
+    /// The run task of a root given a slot, for a graceful stop: `.some` when it is made already (`nil` inside when
+    /// it ended since), else `.none` and `continuation` resumed with it once ``launched(_:_:)`` makes it.
+    mutating func awaitLaunch(
+        _ handle: NodeHandle, _ continuation: CheckedContinuation<Task<Void, Never>?, Never>
+    ) -> Task<Void, Never>?? {
+        guard unlaunched.keys.contains(handle) else { return .some(nodes[handle]?.runTask) }
+        unlaunched[handle] = continuation
+        return .none
+    }
+
+    /// A root's start committed: its record to run with, or `nil` when it is not to run (its identity was taken, it
+    /// left memory, or the store refused the start). A claim of this executor that took it before is what the start
+    /// wrote over.
+    mutating func startCommitted(_ handle: NodeHandle) -> TaskRecord? {
+        guard let node = nodes[handle], !node.conflicted, !node.removed, node.stopReason != .leaseLost else { return nil }
+        node.reclaimed = false
+        return node.record
+    }
+
+    /// A node's code returned: it no longer runs (its timeout and pause clock stop with it).
+    mutating func endExecution(_ handle: NodeHandle) {
+        nodes[handle]?.execution = nil
+    }
+}

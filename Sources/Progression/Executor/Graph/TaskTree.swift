@@ -103,3 +103,11 @@ extension GraphState {
         return removeRoots(finished)
     }
 }
+
+extension GraphState {
+    /// Removes the root `id` and its subtree from memory, if it is here.
+    mutating func removeRoot(id: String) {
+        guard let node = node(id: id) else { return }
+        removeRoot(node)
+    }
+}

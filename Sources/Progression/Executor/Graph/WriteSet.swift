@@ -244,3 +244,35 @@ struct LostRootAttribution: Equatable {
         }
     }
 }
+
+extension GraphState {
+    /// Stores a checkpoint of a node's code, with its event; returns the sequence to wait for, or `nil` when the node
+    /// left memory.
+    mutating func checkpoint(_ handle: NodeHandle, data: Data, now: Date) -> Int64? {
+        guard let node = nodes[handle], !node.removed else { return nil }
+        node.record.checkpoint = data
+        node.record.updatedAt = now
+        markDirty(node, [.checkpoint, .updatedAt])
+        append(
+            TaskEvent(
+                taskID: node.record.id, rootID: node.record.rootID, kind: .checkpointed, at: now,
+                attempt: node.record.attempt, progress: node.record.progress, message: "\(data.count) bytes"))
+        return changeSequence
+    }
+
+    /// The writer's batching window begins: returns `true` when it is to write at once (someone waits for a commit,
+    /// or the graph is closed), else keeps `continuation` to be resumed when the window ends (``endWindow(urgent:)``).
+    mutating func waitForWindow(_ continuation: CheckedContinuation<Void, Never>) -> Bool {
+        if awaitsCommit || closedError != nil { return true }
+        windowWaiter = continuation
+        return false
+    }
+
+    /// Ends the writer's batching window (its timer, or `urgent`: someone waits for a commit, which also keeps the
+    /// next window short); returns the writer's continuation to resume, if it waits.
+    mutating func endWindow(urgent: Bool) -> CheckedContinuation<Void, Never>? {
+        if urgent { self.urgent = true }
+        defer { windowWaiter = nil }
+        return windowWaiter
+    }
+}
