@@ -105,7 +105,7 @@ extension ExecutionEngine {
     /// events are queued, and whether the writer is behind.
     func report(_ handle: NodeHandle, _ progress: borrowing TaskProgress) throws(ProgressionError) -> ReportOutcome {
         let now = clock.date()
-        let outcome = try state.withLock { state throws(ProgressionError) in
+        let outcome = try locked { state throws(ProgressionError) in
             try state.report(handle, progress, now: now)
         }
         if outcome.wakeWriter { wakeWriter(urgent: false) }

@@ -73,7 +73,7 @@ extension ExecutionEngine {
     func runMaintenance() async {
         var lastHeartbeat = clock.now()
         var lastCheckpoint = clock.now()
-        var sequenceAtCheckpoint = state.withLock { $0.changeSequence }
+        var sequenceAtCheckpoint = locked { $0.changeSequence }
         var truncated = true
         var lastLinkRefresh = clock.now()
         // Finished roots stay in memory for their visibility plus up to one period: with a short visibility and
@@ -101,7 +101,7 @@ extension ExecutionEngine {
             }
             if now - lastCheckpoint >= configuration.checkpointInterval {
                 lastCheckpoint = now
-                let sequence = state.withLock { $0.changeSequence }
+                let sequence = locked { $0.changeSequence }
                 if sequence != sequenceAtCheckpoint {
                     sequenceAtCheckpoint = sequence
                     truncated = false

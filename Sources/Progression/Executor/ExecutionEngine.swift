@@ -12,7 +12,8 @@ import Synchronization
 /// (`+Children`), control (`+Control`), recovery (`+Recovery`), the background loops (`+Loops`), the writer
 /// (`StoreWriter.swift`).
 final class ExecutionEngine: Sendable {
-    let state: Mutex<GraphState>
+    /// The executor's state: entered only through ``locked(_:)``.
+    private let state: Mutex<GraphState>
     let store: any TaskStoreCore
     /// What the store can do beyond running jobs on one host (``TaskStoreCore``): asked once, here.
     let capabilities: StoreCapabilities
@@ -89,12 +90,14 @@ final class ExecutionEngine: Sendable {
 
     /// The job kind of a node's root (a subtask has none of its own).
     func rootKind(of record: TaskRecord) -> String? {
-        state.withLock { $0.node(id: record.rootID)?.record.kind }
+        locked { $0.node(id: record.rootID)?.record.kind }
     }
 
-    /// Runs `body` under the graph's lock. What a change leaves to do outside it comes back in `body`'s value
-    /// (``GraphEffects``, ``Dispatch``, ``GraphState/Committed``) and is carried out once the lock is released: a
-    /// continuation is never resumed under the lock.
+    /// Runs `body` under the graph's lock: the one way into the executor's state. `body` calls one function of a part
+    /// of the graph (the tree, the run queue, the write set, pauses, …, each tested alone in
+    /// Tests/ProgressionTests/Graph) or reads it; it never changes the state itself. What a change leaves to do outside
+    /// it comes back in `body`'s value (``GraphEffects``, ``Dispatch``, ``GraphState/Committed``) and is carried out
+    /// once the lock is released: a continuation is never resumed under the lock.
     func locked<T: Sendable, E: Error>(_ body: (inout GraphState) throws(E) -> T) throws(E) -> T {
         try state.withLock { state throws(E) -> T in try body(&state) }
     }
@@ -129,9 +132,9 @@ final class ExecutionEngine: Sendable {
     /// - Throws: ``ProgressionError/shutDown`` (or the store's last error) when the executor closed before the
     ///   commit.
     func waitForCommit(_ sequence: Int64) async throws {
-        if state.withLock({ $0.committedSequence >= sequence }) { return }
+        if locked({ $0.committedSequence >= sequence }) { return }
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-            let immediate = state.withLock { $0.waitForCommit(sequence, continuation) }
+            let immediate = locked { $0.waitForCommit(sequence, continuation) }
             if let immediate {
                 continuation.resume(with: immediate)
             } else {
@@ -142,7 +145,7 @@ final class ExecutionEngine: Sendable {
 
     /// Waits until everything changed so far is committed.
     func flush() async throws {
-        try await waitForCommit(state.withLock { $0.changeSequence })
+        try await waitForCommit(locked { $0.changeSequence })
     }
 
     /// Ends the graph: later waits fail with `error`, and the writer stops once it stored what is left.

@@ -75,9 +75,9 @@ actor StoreWriter {
                 }
                 // More changed meanwhile and someone waits: go on (group commit under load), after the pause that lets
                 // the tasks this commit resumed add their next changes.
-                guard engine.state.withLock({ $0.hasPendingWrites && $0.awaitsCommit }) else { break }
+                guard engine.locked({ $0.hasPendingWrites && $0.awaitsCommit }) else { break }
             }
-            if engine.state.withLock({ $0.hasPendingWrites }) { engine.wakeWriter(urgent: false) }
+            if engine.locked({ $0.hasPendingWrites }) { engine.wakeWriter(urgent: false) }
         }
         // Closing: store what is left.
         while let taken = takeBatch() {
@@ -150,7 +150,7 @@ actor StoreWriter {
                     error, outage: engine.storageOutage, logger: engine.logger, what: "writing task changes")
             }
             let now = engine.now()
-            engine.state.withLock { $0.requeue(taken, error: error, now: now) }
+            engine.locked { $0.requeue(taken, error: error, now: now) }
             engine.publisherSignal.signal()
             return nil
         }

@@ -169,7 +169,7 @@ final class LiveTaskContext: TaskContext {
 
     var logger: Logger {
         var logger = engine.logger
-        let record = engine.state.withLock { $0.nodes[handle]?.record }
+        let record = engine.locked { $0.nodes[handle]?.record }
         logger[metadataKey: "task.id"] = .string(taskID)
         if let record {
             logger[metadataKey: "task.root"] = .string(record.rootID)
@@ -231,7 +231,7 @@ final class LiveTaskContext: TaskContext {
     }
 
     func lastCheckpoint<T: Decodable>(as type: T.Type) throws -> T? {
-        guard let data = engine.state.withLock({ $0.nodes[handle]?.record.checkpoint }) else { return nil }
+        guard let data = engine.locked({ $0.nodes[handle]?.record.checkpoint }) else { return nil }
         return try JobCoding.decoder.decode(T.self, from: data)
     }
 

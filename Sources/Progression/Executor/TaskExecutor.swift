@@ -179,7 +179,7 @@ public actor TaskExecutor {
     /// never a backlog.
     public nonisolated var progressStream: AsyncStream<TaskGraph> {
         let published = engine.publisher.publishCount
-        return engine.publisher.subscribe(current: engine.state.withLock { $0.graph() }, publishedSince: published)
+        return engine.publisher.subscribe(current: engine.locked { $0.graph() }, publishedSince: published)
     }
 
     /// How many of the executor's background loops run now: 0 before it started and once ``shutdown(gracePeriod:)``
@@ -190,7 +190,7 @@ public actor TaskExecutor {
 
     /// The executor's inner state in one line, for tools that investigate a stuck run.
     package nonisolated var diagnostics: String {
-        engine.state.withLock { state in
+        engine.locked { state in
             let waiting = state.commits.waiters.map(\.sequence)
             let phases = Dictionary(grouping: state.roots, by: { "\($0.phase)" }).mapValues(\.count)
             return "slots \(state.runQueue.running)/\(state.runQueue.maxConcurrent), queued \(state.runQueue.queued), "
@@ -203,7 +203,7 @@ public actor TaskExecutor {
 
     /// Whether writes reach the store now.
     public nonisolated var storageHealth: StorageHealth {
-        engine.state.withLock { $0.storage }
+        engine.locked { $0.storage }
     }
 
     // MARK: Adding tasks
@@ -289,7 +289,7 @@ public actor TaskExecutor {
     /// - Throws: ``ProgressionError/notFound(taskID:)``, ``ProgressionError/notRetryable(taskID:reason:)``.
     @discardableResult
     public func retry(taskID: String) async throws -> String {
-        if engine.state.withLock({ $0.node(id: taskID) == nil }) {
+        if engine.locked({ $0.node(id: taskID) == nil }) {
             // A job this worker's version leaves is retried in the store, for a worker that can continue it.
             guard try await engine.loadForRetry(taskID) else { return taskID }
         }
@@ -313,12 +313,12 @@ public actor TaskExecutor {
 
     /// The snapshot of a task (root or subtask) in memory, or `nil`.
     public nonisolated func snapshot(of taskID: String) -> TaskSnapshot? {
-        engine.state.withLock { state in state.node(id: taskID).map { state.snapshot(of: $0) } }
+        engine.locked { state in state.node(id: taskID).map { state.snapshot(of: $0) } }
     }
 
     /// Every task in memory, now.
     public nonisolated func graph() -> TaskGraph {
-        engine.state.withLock { $0.graph() }
+        engine.locked { $0.graph() }
     }
 
     /// Waits until a root is idle: its run (automatic retries included) has ended and its end is committed; a root
