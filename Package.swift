@@ -274,6 +274,7 @@ let package = Package(
                 "progression-fleet-test", "progressctl",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
                 .target(name: "ProgressionPostgres", condition: .when(traits: ["PostgreSQL"])),

@@ -4,19 +4,43 @@ import Logging
 import ServiceLifecycle
 
 extension TaskExecutor {
+    /// The executor's life, one value: made, running (its loops somewhere), or shut down.
+    enum Life {
+        /// Made: no loop runs yet.
+        case idle
+        /// Its background loops run (``Loops``).
+        case running(Loops)
+        /// Shut down: nothing starts again. The loops (`nil`: they never started) are awaited by a later
+        /// ``shutdown(gracePeriod:)``.
+        case shutDown(Loops?)
+    }
+
+    /// Where the background loops run (the writer, timers, the publisher, maintenance, control requests, claims,
+    /// schedules, the tree keeper, retention, gauges): how to stop them, and how to wait for their end.
+    struct Loops: Sendable {
+        let stop: @Sendable () -> Void
+        let ended: @Sendable () async -> Void
+
+        /// In a task of their own. The seed's API runs tasks without a service (addTask, then await the stream), so
+        /// the loops start with the first call that needs them and outlive that call: detached, so that they do not
+        /// take that caller's cancellation, priority or task-locals. They are not lost: the executor keeps them in
+        /// its ``Life``, and shutdown() stops and awaits them.
+        static func detached(_ engine: ExecutionEngine) -> Loops {
+            let task = Task.detached { await engine.runLoops() }
+            return Loops(stop: { task.cancel() }, ended: { await task.value })
+        }
+    }
+
     // MARK: Starting
 
-    /// Starts the background loops (once): the writer, timers, the publisher, maintenance, control requests. The
-    /// owner record is written by the first heartbeat, or by ``start()``.
+    /// Starts the background loops in a task of their own (once), unless they run already (in ``run()``'s task group,
+    /// say). The owner record is written by the first heartbeat, or by ``start()``.
     func startIfNeeded() throws {
-        guard !isShutDown else { throw ProgressionError.shutDown }
-        guard !started else { return }
-        started = true
-        let engine = engine
-        // Detached: the seed's API runs tasks without a service (addTask, then await the stream), so the loops start
-        // with the first call that needs them rather than in run(), and outlive that call. They are not lost: `loops`
-        // keeps them, shutdown() cancels and awaits them, and run() returns when they have ended.
-        loops = Task.detached { await engine.runLoops() }
+        switch life {
+        case .shutDown: throw ProgressionError.shutDown
+        case .running: return
+        case .idle: life = .running(.detached(engine))
+        }
     }
 
     /// Starts the scheduler: registers this executor as an owner, recovers at once the tasks of dead owners and the
@@ -53,11 +77,17 @@ extension TaskExecutor {
     /// interrupted). The whole stop is bounded by the grace period, even when the store cannot be reached: what is left
     /// to write (and the owner's stop record) gets what remains of it, at least a second.
     public func shutdown(gracePeriod: Duration? = nil) async {
-        guard !isShutDown else {
-            await loops?.value
+        let loops: Loops?
+        switch life {
+        case .shutDown(let stopping):
+            await stopping?.ended()
             return
+        case .idle:
+            loops = nil
+        case .running(let running):
+            loops = running
         }
-        isShutDown = true
+        life = .shutDown(loops)
         let grace = gracePeriod ?? engine.configuration.shutdownGracePeriod
         let begun = engine.beginShutdown()
         engine.logger.info("shutting down", metadata: ["running": "\(begun.running.count + begun.unlaunched.count)"])
@@ -73,7 +103,7 @@ extension TaskExecutor {
         // What is left to write and the owner's stop record, in what remains of the grace period (at least a second),
         // unless the store keeps failing or cannot be reached past it.
         let remaining = max(grace - (engine.clock.now() - began), min(grace, .seconds(1)))
-        let started = started
+        let started = loops != nil
         await Self.wait(atMost: remaining, clock: engine.clock) {
             try? await engine.flush()
             if started {
@@ -83,8 +113,8 @@ extension TaskExecutor {
         }
         // Waits for commits that will not come now fail, and the writer stores what it can before it ends.
         engine.close()
-        loops?.cancel()
-        await loops?.value
+        loops?.stop()
+        await loops?.ended()
     }
 }
 
@@ -141,8 +171,79 @@ extension TaskExecutor: Service {
     /// Starts the scheduler, waits for a graceful shutdown (or the cancellation of the calling task), then shuts down
     /// and returns once every background loop ended.
     public func run() async throws {
-        try await start()
+        guard case .idle = life else {
+            // Its loops run already, in a task of their own (a task added before the service ran).
+            try await serve()
+            return
+        }
+        // The loops run in this call's task group, and end with it: shutdown() stops them and waits for their end.
+        let engine = engine
+        let stop = Latch()
+        let ended = Latch()
+        life = .running(Loops(stop: { stop.open() }, ended: { await ended.wait() }))
+        var failure: (any Error)?
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask {
+                await withTaskGroup(of: Void.self) { loops in
+                    loops.addTask { await engine.runLoops() }
+                    await stop.wait()
+                    loops.cancelAll()
+                }
+                ended.open()
+            }
+            do {
+                try await serve()
+            } catch {
+                failure = error
+            }
+        }
+        if let failure { throw failure }
+    }
+
+    /// Starts the scheduler, waits for a graceful shutdown (or the cancellation of the calling task), then shuts down;
+    /// when the scheduler cannot start, shuts down and throws why.
+    private func serve() async throws {
+        do {
+            try await start()
+        } catch {
+            await shutdown()
+            throw error
+        }
         try? await gracefulShutdown()
         await shutdown()
+    }
+}
+
+/// A one-way gate: `wait()` returns once `open()` was called (before or after), or when its task is cancelled.
+final class Latch: Sendable {
+    private let state = Mutex<(open: Bool, waiters: [Int: CheckedContinuation<Void, Never>], next: Int)>((false, [:], 0))
+
+    func open() {
+        let waiters = state.withLock { state in
+            state.open = true
+            defer { state.waiters.removeAll() }
+            return Array(state.waiters.values)
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    func wait() async {
+        let token = state.withLock { state in
+            defer { state.next += 1 }
+            return state.next
+        }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let now = state.withLock { state -> Bool in
+                    if state.open || Task.isCancelled { return true }
+                    state.waiters[token] = continuation
+                    return false
+                }
+                if now { continuation.resume() }
+            }
+        } onCancel: {
+            let waiter = state.withLock { $0.waiters.removeValue(forKey: token) }
+            waiter?.resume()
+        }
     }
 }

@@ -114,11 +114,8 @@ public actor TaskExecutor {
     /// This executor's id as the owner of its tasks in the store.
     public nonisolated let ownerID: String
     nonisolated let engine: ExecutionEngine
-    /// The background loops (the writer, timers, publisher, maintenance, control requests, recovery): started with
-    /// the executor, awaited by ``shutdown(gracePeriod:)``.
-    var loops: Task<Void, Never>?
-    var started = false
-    var isShutDown = false
+    /// Where the executor is in its life, and where its background loops run (``Life``).
+    var life = Life.idle
 
     /// An executor on a SQLite database.
     public init(store: SQLiteTaskStore, configuration: Configuration = .init()) {
@@ -171,7 +168,7 @@ public actor TaskExecutor {
     }
 
     deinit {
-        loops?.cancel()
+        if case .running(let loops) = life { loops.stop() }
     }
 
     /// Graphs of every task in memory, published when something changes (at most once per publish interval). Each
