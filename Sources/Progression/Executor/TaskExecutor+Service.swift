@@ -21,10 +21,13 @@ extension TaskExecutor {
         let stop: @Sendable () -> Void
         let ended: @Sendable () async -> Void
 
-        /// In a task of their own. The seed's API runs tasks without a service (addTask, then await the stream), so
-        /// the loops start with the first call that needs them and outlive that call: detached, so that they do not
-        /// take that caller's cancellation, priority or task-locals. They are not lost: the executor keeps them in
-        /// its ``Life``, and shutdown() stops and awaits them.
+        /// In a task of their own, detached, for two reasons. The seed's API runs tasks without a service (addTask,
+        /// then await the stream): the loops start with the first call that needs them and outlive that call,
+        /// without its cancellation, priority or task-locals. And in a service, `run()`'s cancellation (a forced stop:
+        /// another service failed, or the graceful period ran out) must not cancel the writer before shutdown()'s
+        /// last flush, which leaves running jobs resumable (`pending`, no owner): a child task of `run()` would be
+        /// cancelled with it. They are not lost: the executor keeps them in its ``Life``, shutdown() stops them and
+        /// waits for their end (a wait no cancellation cuts short), and `run()` returns after that.
         static func detached(_ engine: ExecutionEngine) -> Loops {
             let task = Task.detached { await engine.runLoops() }
             return Loops(stop: { task.cancel() }, ended: { await task.value })
@@ -33,8 +36,8 @@ extension TaskExecutor {
 
     // MARK: Starting
 
-    /// Starts the background loops in a task of their own (once), unless they run already (in ``run()``'s task group,
-    /// say). The owner record is written by the first heartbeat, or by ``start()``.
+    /// Starts the background loops (once), in a task of their own (``Loops/detached(_:)``). The owner record is written
+    /// by the first heartbeat, or by ``start()``.
     func startIfNeeded() throws {
         switch life {
         case .shutDown: throw ProgressionError.shutDown
@@ -171,38 +174,7 @@ extension TaskExecutor: Service {
     /// Starts the scheduler, waits for a graceful shutdown (or the cancellation of the calling task), then shuts down
     /// and returns once every background loop ended.
     public func run() async throws {
-        guard case .idle = life else {
-            // Its loops run already, in a task of their own (a task added before the service ran).
-            try await serve()
-            return
-        }
-        // The loops run in this call's task group, and end with it: shutdown() stops them and waits for their end.
-        let engine = engine
-        let stop = Latch()
-        let ended = Latch()
-        life = .running(Loops(stop: { stop.open() }, ended: { await ended.wait() }))
-        var failure: (any Error)?
-        await withTaskGroup(of: Void.self) { group in
-            group.addTask {
-                await withTaskGroup(of: Void.self) { loops in
-                    loops.addTask { await engine.runLoops() }
-                    await stop.wait()
-                    loops.cancelAll()
-                }
-                ended.open()
-            }
-            do {
-                try await serve()
-            } catch {
-                failure = error
-            }
-        }
-        if let failure { throw failure }
-    }
-
-    /// Starts the scheduler, waits for a graceful shutdown (or the cancellation of the calling task), then shuts down;
-    /// when the scheduler cannot start, shuts down and throws why.
-    private func serve() async throws {
+        try startIfNeeded()
         do {
             try await start()
         } catch {
@@ -211,39 +183,5 @@ extension TaskExecutor: Service {
         }
         try? await gracefulShutdown()
         await shutdown()
-    }
-}
-
-/// A one-way gate: `wait()` returns once `open()` was called (before or after), or when its task is cancelled.
-final class Latch: Sendable {
-    private let state = Mutex<(open: Bool, waiters: [Int: CheckedContinuation<Void, Never>], next: Int)>((false, [:], 0))
-
-    func open() {
-        let waiters = state.withLock { state in
-            state.open = true
-            defer { state.waiters.removeAll() }
-            return Array(state.waiters.values)
-        }
-        for waiter in waiters { waiter.resume() }
-    }
-
-    func wait() async {
-        let token = state.withLock { state in
-            defer { state.next += 1 }
-            return state.next
-        }
-        await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                let now = state.withLock { state -> Bool in
-                    if state.open || Task.isCancelled { return true }
-                    state.waiters[token] = continuation
-                    return false
-                }
-                if now { continuation.resume() }
-            }
-        } onCancel: {
-            let waiter = state.withLock { $0.waiters.removeValue(forKey: token) }
-            waiter?.resume()
-        }
     }
 }

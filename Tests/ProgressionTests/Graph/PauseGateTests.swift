@@ -1,4 +1,5 @@
 import Foundation
+import ProgressionTestSupport
 import Testing
 
 @testable import Progression
@@ -36,46 +37,52 @@ struct PauseGateTests {
     ]
 
     @Test(arguments: waitRows)
-    func aStepWaitsWhileAnAncestorIsPaused(_ row: WaitRow) async {
-        var (state, root, step) = Self.tree()
-        if row.pausedRoot { root.record.status = .paused }
-        let token = state.nextToken()
-        var waited = true
-        var thrown = false
-        do {
-            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-                if let immediate = state.waitWhilePaused(step.handle, token: token, continuation, cancelled: row.cancelled) {
-                    waited = false
-                    continuation.resume(with: immediate)
-                } else {
-                    // Woken as its root resumes.
-                    root.record.status = .running
-                    for waiter in state.pauseChanged(below: root, now: .seconds(5)) { waiter.resume() }
+    func aStepWaitsWhileAnAncestorIsPaused(_ row: WaitRow) async throws {
+        // Within a deadline: a continuation the code under test failed to keep or resume fails the test.
+        try await within(.seconds(30), "a pause wait") {
+            var (state, root, step) = Self.tree()
+            if row.pausedRoot { root.record.status = .paused }
+            let token = state.nextToken()
+            var waited = true
+            var thrown = false
+            do {
+                try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                    if let immediate = state.waitWhilePaused(step.handle, token: token, continuation, cancelled: row.cancelled) {
+                        waited = false
+                        continuation.resume(with: immediate)
+                    } else {
+                        // Woken as its root resumes.
+                        root.record.status = .running
+                        for waiter in state.pauseChanged(below: root, now: .seconds(5)) { waiter.resume() }
+                    }
                 }
+            } catch {
+                thrown = true
             }
-        } catch {
-            thrown = true
+            #expect(waited == (row.immediate == nil))
+            #expect(thrown == (row.immediate == false))
+            #expect(step.pauseWaiters.isEmpty)
         }
-        #expect(waited == (row.immediate == nil))
-        #expect(thrown == (row.immediate == false))
-        #expect(step.pauseWaiters.isEmpty)
     }
 
     @Test func aCancelledWaiterIsTakenOutOnce() async throws {
-        var (state, root, step) = Self.tree()
-        root.record.status = .paused
-        let token = state.nextToken()
-        await #expect(throws: CancellationError.self) {
-            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-                #expect(state.waitWhilePaused(step.handle, token: token, continuation, cancelled: false) == nil)
-                #expect(step.pauseWaiters.count == 1)
-                let taken = state.cancelPauseWait(step.handle, token: token)
-                #expect(state.cancelPauseWait(step.handle, token: token) == nil, "taken once")
-                taken?.resume(throwing: CancellationError())
+        // Within a deadline: a continuation the code under test failed to keep or resume fails the test.
+        try await within(.seconds(30), "a cancelled pause wait") {
+            var (state, root, step) = Self.tree()
+            root.record.status = .paused
+            let token = state.nextToken()
+            await #expect(throws: CancellationError.self) {
+                try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                    #expect(state.waitWhilePaused(step.handle, token: token, continuation, cancelled: false) == nil)
+                    #expect(step.pauseWaiters.count == 1)
+                    let taken = state.cancelPauseWait(step.handle, token: token)
+                    #expect(state.cancelPauseWait(step.handle, token: token) == nil, "taken once")
+                    taken?.resume(throwing: CancellationError())
+                }
             }
+            #expect(step.pauseWaiters.isEmpty)
+            #expect(state.pauseChanged(below: root, now: .seconds(1)).isEmpty)
         }
-        #expect(step.pauseWaiters.isEmpty)
-        #expect(state.pauseChanged(below: root, now: .seconds(1)).isEmpty)
     }
 
     /// Paused time does not count against the running code's timeout: the clock stops while its root is paused.

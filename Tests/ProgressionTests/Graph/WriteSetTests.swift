@@ -1,4 +1,5 @@
 import Foundation
+import ProgressionTestSupport
 import Testing
 
 @testable import Progression
@@ -82,26 +83,29 @@ struct WriteSetTests {
     /// The store refused a root's rows (another owner holds it): nothing more is written for it; one whose code never
     /// ran leaves memory at once, and who waited for it to be idle is told.
     @Test(arguments: rejectionRows)
-    func aRefusedRootStopsAndLeavesMemoryUnlessItsCodeRuns(_ row: RejectionRow) async {
-        var state = GraphState.alone(slots: 1)
-        let root = state.addRoot(Self.record("job"), stored: true)
-        root.phase = row.phase
-        if row.codeRuns { root.execution = Execution(cancel: {}, startedAt: .zero, pausedSince: nil) }
-        var told = 0
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let idleNow = state.waitUntilIdle("job", continuation)
-            #expect(idleNow == (row.phase == .idle))
-            let effects = state.markRejected(["job", "unknown"])
-            told = effects.idleWaiters.count
-            for waiter in effects.idleWaiters { waiter.resume() }
-            if idleNow { continuation.resume() }
-            // Still waiting for its code to stop: resumed here to end the test.
-            for waiter in root.idleWaiters { waiter.resume() }
-            root.idleWaiters.removeAll()
+    func aRefusedRootStopsAndLeavesMemoryUnlessItsCodeRuns(_ row: RejectionRow) async throws {
+        // Within a deadline: a continuation the code under test failed to keep or resume fails the test.
+        try await within(.seconds(30), "a refused root") {
+            var state = GraphState.alone(slots: 1)
+            let root = state.addRoot(Self.record("job"), stored: true)
+            root.phase = row.phase
+            if row.codeRuns { root.execution = Execution(cancel: {}, startedAt: .zero, pausedSince: nil) }
+            var told = 0
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let idleNow = state.waitUntilIdle("job", continuation)
+                #expect(idleNow == (row.phase == .idle))
+                let effects = state.markRejected(["job", "unknown"])
+                told = effects.idleWaiters.count
+                for waiter in effects.idleWaiters { waiter.resume() }
+                if idleNow { continuation.resume() }
+                // Still waiting for its code to stop: resumed here to end the test.
+                for waiter in root.idleWaiters { waiter.resume() }
+                root.idleWaiters.removeAll()
+            }
+            #expect(root.stopReason == .leaseLost)
+            #expect((state.node(id: "job") == nil) == row.leavesMemory)
+            #expect(told == (row.leavesMemory && row.phase != .idle ? 1 : 0))
         }
-        #expect(root.stopReason == .leaseLost)
-        #expect((state.node(id: "job") == nil) == row.leavesMemory)
-        #expect(told == (row.leavesMemory && row.phase != .idle ? 1 : 0))
     }
 
     /// Inserts that found their identity taken: the nodes are marked; subtasks among them are returned (a root's
@@ -138,22 +142,25 @@ struct WriteSetTests {
 
     /// The writer waits out its batching window unless someone waits for a commit; an urgent wake ends the window and
     /// keeps the next one short.
-    @Test func theBatchingWindowEndsAtOnceForSomeoneWaitingForACommit() async {
-        var state = GraphState.alone(slots: 1)
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let atOnce = state.waitForWindow(continuation)
-            #expect(!atOnce, "nobody waits: the window is waited out")
-            let waiter = state.endWindow(urgent: true)
-            #expect(waiter != nil)
-            let again = state.endWindow(urgent: false)
-            #expect(again == nil, "ended once")
-            waiter?.resume()
-        }
-        #expect(state.awaitsCommit)
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let atOnce = state.waitForWindow(continuation)
-            #expect(atOnce, "someone waits for a commit: no window")
-            continuation.resume()
+    @Test func theBatchingWindowEndsAtOnceForSomeoneWaitingForACommit() async throws {
+        // Within a deadline: a continuation the code under test failed to keep or resume fails the test.
+        try await within(.seconds(30), "the batching window") {
+            var state = GraphState.alone(slots: 1)
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let atOnce = state.waitForWindow(continuation)
+                #expect(!atOnce, "nobody waits: the window is waited out")
+                let waiter = state.endWindow(urgent: true)
+                #expect(waiter != nil)
+                let again = state.endWindow(urgent: false)
+                #expect(again == nil, "ended once")
+                waiter?.resume()
+            }
+            #expect(state.awaitsCommit)
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let atOnce = state.waitForWindow(continuation)
+                #expect(atOnce, "someone waits for a commit: no window")
+                continuation.resume()
+            }
         }
     }
 }
