@@ -435,8 +435,12 @@ extension GraphState {
 
     /// New roots whose insert committed: those whose identity was taken leave memory, stopped; returns their ids.
     mutating func newRootsCommitted(_ handles: [NodeHandle]) -> [String] {
-        let conflicted = handles.compactMap { nodes[$0] }.filter(\.conflicted)
-        for node in conflicted { node.stopReason = .leaseLost }
+        var conflicted: [TaskNode] = []
+        for handle in handles {
+            guard let node = nodes[handle], node.conflicted else { continue }
+            node.stopReason = .leaseLost
+            conflicted.append(node)
+        }
         removeRoots(conflicted)
         return conflicted.map(\.record.id)
     }
