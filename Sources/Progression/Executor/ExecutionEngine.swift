@@ -9,8 +9,9 @@ import Synchronization
 /// timer loop and the publisher. Reports and pushes use it directly, without an actor hop.
 ///
 /// Its work is spread over files by concern: roots and their runs (`+Roots`), subtasks, reports and checkpoints
-/// (`+Children`), control (`+Control`), recovery (`+Recovery`), the background loops (`+Loops`), the writer
-/// (`StoreWriter.swift`).
+/// (`+Children`), child jobs and durable waits (`+ChildJobs`), control (`+Control`), recovery (`+Recovery`), the
+/// background loops (`+Loops`), the writer (`StoreWriter.swift`). Each carries out what a part of the graph decides
+/// (Graph/: the tree, root runs, subtasks, child job steps, pauses, the write set, …), entered through ``locked(_:)``.
 final class ExecutionEngine: Sendable {
     /// The executor's state: entered only through ``locked(_:)``.
     private let state: Mutex<GraphState>
