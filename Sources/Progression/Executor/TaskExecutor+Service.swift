@@ -4,45 +4,35 @@ import Logging
 import ServiceLifecycle
 
 extension TaskExecutor {
-    /// The executor's life, one value: made, running (its loops somewhere), or shut down.
+    /// The executor's life, one value: made, running its background loops (the writer, timers, the publisher,
+    /// maintenance, control requests, claims, schedules, the tree keeper, retention, gauges), or shut down.
     enum Life {
         /// Made: no loop runs yet.
         case idle
-        /// Its background loops run (``Loops``).
-        case running(Loops)
+        /// Its background loops run in this task.
+        case running(Task<Void, Never>)
         /// Shut down: nothing starts again. The loops (`nil`: they never started) are awaited by a later
         /// ``shutdown(gracePeriod:)``.
-        case shutDown(Loops?)
-    }
-
-    /// Where the background loops run (the writer, timers, the publisher, maintenance, control requests, claims,
-    /// schedules, the tree keeper, retention, gauges): how to stop them, and how to wait for their end.
-    struct Loops: Sendable {
-        let stop: @Sendable () -> Void
-        let ended: @Sendable () async -> Void
-
-        /// In a task of their own, detached, for two reasons. The seed's API runs tasks without a service (addTask,
-        /// then await the stream): the loops start with the first call that needs them and outlive that call,
-        /// without its cancellation, priority or task-locals. And in a service, `run()`'s cancellation (a forced stop:
-        /// another service failed, or the graceful period ran out) must not cancel the writer before shutdown()'s
-        /// last flush, which leaves running jobs resumable (`pending`, no owner): a child task of `run()` would be
-        /// cancelled with it. They are not lost: the executor keeps them in its ``Life``, shutdown() stops them and
-        /// waits for their end (a wait no cancellation cuts short), and `run()` returns after that.
-        static func detached(_ engine: ExecutionEngine) -> Loops {
-            let task = Task.detached { await engine.runLoops() }
-            return Loops(stop: { task.cancel() }, ended: { await task.value })
-        }
+        case shutDown(Task<Void, Never>?)
     }
 
     // MARK: Starting
 
-    /// Starts the background loops (once), in a task of their own (``Loops/detached(_:)``). The owner record is written
-    /// by the first heartbeat, or by ``start()``.
+    /// Starts the background loops (once). The owner record is written by the first heartbeat, or by ``start()``.
     func startIfNeeded() throws {
         switch life {
         case .shutDown: throw ProgressionError.shutDown
         case .running: return
-        case .idle: life = .running(.detached(engine))
+        case .idle:
+            // Detached, for two reasons. The seed's API runs tasks without a service (addTask, then await the
+            // stream): the loops start with the first call that needs them and outlive that call, without its
+            // cancellation, priority or task-locals. And in a service, `run()`'s cancellation (a forced stop: another
+            // service failed, or the graceful period ran out) must not cancel the writer before shutdown()'s last
+            // flush, which leaves running jobs resumable (`pending`, no owner): a child task of `run()` would be
+            // cancelled with it. They are not lost: the executor keeps them in its ``Life``, shutdown() cancels them
+            // and waits for their end (`value`, which no cancellation cuts short), and `run()` returns after that.
+            let engine = engine
+            life = .running(Task.detached { await engine.runLoops() })
         }
     }
 
@@ -80,10 +70,10 @@ extension TaskExecutor {
     /// interrupted). The whole stop is bounded by the grace period, even when the store cannot be reached: what is left
     /// to write (and the owner's stop record) gets what remains of it, at least a second.
     public func shutdown(gracePeriod: Duration? = nil) async {
-        let loops: Loops?
+        let loops: Task<Void, Never>?
         switch life {
         case .shutDown(let stopping):
-            await stopping?.ended()
+            await stopping?.value
             return
         case .idle:
             loops = nil
@@ -116,8 +106,8 @@ extension TaskExecutor {
         }
         // Waits for commits that will not come now fail, and the writer stores what it can before it ends.
         engine.close()
-        loops?.stop()
-        await loops?.ended()
+        loops?.cancel()
+        await loops?.value
     }
 }
 

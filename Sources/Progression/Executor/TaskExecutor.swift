@@ -168,7 +168,7 @@ public actor TaskExecutor {
     }
 
     deinit {
-        if case .running(let loops) = life { loops.stop() }
+        if case .running(let loops) = life { loops.cancel() }
     }
 
     /// Graphs of every task in memory, published when something changes (at most once per publish interval). Each

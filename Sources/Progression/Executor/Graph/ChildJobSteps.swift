@@ -167,16 +167,7 @@ extension GraphState {
                 }
                 continue
             }
-            let value = Self.value(of: link)
-            switch link.progress.link {
-            case .units:
-                parent.progress.unitsInFlight += link.record.weight * (value - link.progress.contribution)
-            case .segment(let segment) where segment == parent.progress.segment:
-                parent.progress.segmentDone += link.record.weight * (value - link.progress.contribution)
-            case .segment, .none:
-                continue
-            }
-            link.progress.contribution = value
+            guard Self.moveContribution(of: link, to: Self.value(of: link), in: parent) else { continue }
             recompute(parent, now: now)
         }
     }

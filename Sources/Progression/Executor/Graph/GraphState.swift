@@ -133,6 +133,14 @@ struct GraphState {
         return GraphEffects(idleWaiters: node.idleWaiters)
     }
 
+    /// Queues an event of `node` for the writer, with its attempt and progress as they are now.
+    mutating func appendEvent(of node: TaskNode, _ kind: TaskEvent.Kind, at now: Date, message: String?) {
+        append(
+            TaskEvent(
+                taskID: node.record.id, rootID: node.record.rootID, kind: kind, at: now, attempt: node.record.attempt,
+                progress: node.record.progress, message: message))
+    }
+
     /// Queues an event for the writer.
     mutating func append(_ event: TaskEvent) {
         if dirtyNodes.isEmpty && events.isEmpty { writerWake.yield() }

@@ -256,17 +256,23 @@ extension GraphState {
                 }
                 markDirty(node, columns)
             }
-            guard let parent = node.parent else { return }
-            switch node.progress.link {
-            case .units:
-                parent.progress.unitsInFlight += node.record.weight * (value - node.progress.contribution)
-            case .segment(let segment) where segment == parent.progress.segment:
-                parent.progress.segmentDone += node.record.weight * (value - node.progress.contribution)
-            case .segment, .none:
-                return
-            }
-            node.progress.contribution = value
+            guard let parent = node.parent, Self.moveContribution(of: node, to: value, in: parent) else { return }
             node = parent
         }
+    }
+
+    /// Moves what `node` adds to its parent's progress to `value` × its weight (in the parent's declared total, or in
+    /// its segment); `false` when it does not count there (pushed before the parent's last own report, or banked).
+    static func moveContribution(of node: TaskNode, to value: Double, in parent: TaskNode) -> Bool {
+        switch node.progress.link {
+        case .units:
+            parent.progress.unitsInFlight += node.record.weight * (value - node.progress.contribution)
+        case .segment(let segment) where segment == parent.progress.segment:
+            parent.progress.segmentDone += node.record.weight * (value - node.progress.contribution)
+        case .segment, .none:
+            return false
+        }
+        node.progress.contribution = value
+        return true
     }
 }

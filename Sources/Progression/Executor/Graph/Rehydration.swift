@@ -53,10 +53,7 @@ extension GraphState {
             return GraphEffects()
         }
         if formerOwner != nil, formerOwner != owner {
-            append(
-                TaskEvent(
-                    taskID: root.record.id, rootID: root.record.id, kind: .recovered, at: now,
-                    attempt: root.record.attempt, progress: root.record.progress, message: "claimed by owner \(owner)"))
+            appendEvent(of: root, .recovered, at: now, message: "claimed by owner \(owner)")
         }
         guard root.record.status == .pending else { return GraphEffects() }  // paused: a resume queues it
         if root.record.nextAttemptAt != nil, root.record.waitReason == .retry { root.startsNewAttempt = true }
@@ -86,23 +83,21 @@ extension GraphState {
         monotonicNow: Duration, maxInterruptions: Int, clock: TaskClock
     ) -> Dispatch {
         var effects = GraphEffects()
-        if let known = node(id: claimed.id), known.phase == .idle, known.record.status.isFinished, !tree.isEmpty {
-            effects = setIdle(known)
-            removeRoot(known)
+        if let known = node(id: claimed.id) {
+            if known.phase == .idle, known.record.status.isFinished, !tree.isEmpty {
+                effects = setIdle(known)
+                removeRoot(known)
+            } else if (known.phase == .running && known.runTask != nil) || known.handOffSequence != nil {
+                known.reclaimed = true
+            } else {
+                known.record.ownerID = ownerID
+                known.committed.ownerID = ownerID
+                if known.phase == .idle, known.record.status == .pending { enqueue(known) }
+                if known.phase == .running { known.reclaimed = true }
+            }
+        }
+        if node(id: claimed.id) == nil, !tree.isEmpty {
             effects += rehydrate(
-                tree, previousOwner: claimed.previousOwner, body: body, kindOptions: kindOptions, owner: ownerID,
-                now: now, maxInterruptions: maxInterruptions, clock: clock)
-        } else if let known = node(id: claimed.id),
-            (known.phase == .running && known.runTask != nil) || known.handOffSequence != nil
-        {
-            known.reclaimed = true
-        } else if let known = node(id: claimed.id) {
-            known.record.ownerID = ownerID
-            known.committed.ownerID = ownerID
-            if known.phase == .idle, known.record.status == .pending { enqueue(known) }
-            if known.phase == .running { known.reclaimed = true }
-        } else if !tree.isEmpty {
-            effects = rehydrate(
                 tree, previousOwner: claimed.previousOwner, body: body, kindOptions: kindOptions, owner: ownerID,
                 now: now, maxInterruptions: maxInterruptions, clock: clock)
         }

@@ -75,10 +75,7 @@ extension GraphState {
             node.record.step = name
             node.record.updatedAt = now
             markDirty(node, [.step, .updatedAt])
-            append(
-                TaskEvent(
-                    taskID: node.record.id, rootID: node.record.rootID, kind: .step, at: now,
-                    attempt: node.record.attempt, progress: node.record.progress, message: name))
+            appendEvent(of: node, .step, at: now, message: name)
         }
         return ReportOutcome(
             paused: node.isEffectivelyPaused, backlogged: events.count >= eventBacklogLimit, writerBehind:

@@ -212,7 +212,7 @@ extension GraphState {
 /// this executor owns was taken by its own claim while a start written for a job still unowned was on its way (the
 /// start is refused for that very reason, and the root is loaded again), which is no loss; any other holder (another
 /// owner, none, a row gone or unread) is a loss, said with what the store holds.
-struct LostRootAttribution: Equatable {
+struct LostRootAttribution {
     /// Tasks whose roots this executor's own claim holds.
     var own: [String] = []
     /// Tasks lost, with what the store holds of their roots ("held by X", "unowned", "gone", "not read").
@@ -253,10 +253,7 @@ extension GraphState {
         node.record.checkpoint = data
         node.record.updatedAt = now
         markDirty(node, [.checkpoint, .updatedAt])
-        append(
-            TaskEvent(
-                taskID: node.record.id, rootID: node.record.rootID, kind: .checkpointed, at: now,
-                attempt: node.record.attempt, progress: node.record.progress, message: "\(data.count) bytes"))
+        appendEvent(of: node, .checkpointed, at: now, message: "\(data.count) bytes")
         return changeSequence
     }
 
