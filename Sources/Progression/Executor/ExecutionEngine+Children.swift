@@ -141,7 +141,7 @@ extension ExecutionEngine {
         let now = now()
         let outcome = try locked { state throws(ProgressionError) -> SleepDecision in
             guard let node = state.nodes[handle], !node.removed else { throw .notFound(taskID: "#\(handle)") }
-            return try state.sleep(node, until: wake.roundedToMilliseconds, name: name, now: now)
+            return try state.sleep(node, until: wake.roundedUpToMilliseconds, name: name, now: now)
         }
         switch outcome {
         case .done(let sequence):

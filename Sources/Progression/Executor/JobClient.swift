@@ -309,7 +309,7 @@ public struct JobOptions: Sendable, Hashable {
         }
         guard let at, at > now else { return nil }
         guard at <= Self.latestRunAt else { throw .invalidArgument("the run-at time \(at) is past the year 9999") }
-        return at.roundedToMilliseconds
+        return at.roundedUpToMilliseconds
     }
 }
 

@@ -210,12 +210,24 @@ extension Date {
         Date(storedMilliseconds: storedMilliseconds)
     }
 
+    /// The first millisecond at or after this date: a run-at kept at the store's precision that is never before the
+    /// time asked for (rounding to the nearest let a delayed job start up to half a millisecond early). A date within
+    /// a microsecond after a millisecond is that millisecond: a `Date` near now holds time to about a tenth of a
+    /// microsecond, so "1 ms after" read back from a sum is often a hair past it.
+    package var roundedUpToMilliseconds: Date {
+        let milliseconds = (timeIntervalSince1970 * 1000 - 0.001).rounded(.up)
+        if milliseconds >= Double(Int64.max) { return Date(storedMilliseconds: .max) }
+        if milliseconds < Double(Int64.min) { return Date(storedMilliseconds: .min) }
+        return Date(storedMilliseconds: milliseconds.isNaN ? 0 : Int64(milliseconds))
+    }
+
     /// Now, to the millisecond: the system's real-time clock read directly (a report reads it, and `Date()` with its
-    /// rounding cost about twice as much).
-    static func currentMillisecond() -> Date {
+    /// rounding cost about twice as much). The millisecond that has begun, never one that has not: a job due at a
+    /// millisecond is not seen as due before it (rounded to the nearest, now ran up to half a millisecond ahead).
+    package static func currentMillisecond() -> Date {
         var time = timespec()
         clock_gettime(CLOCK_REALTIME, &time)
-        let milliseconds = Int64(time.tv_sec) * 1000 + (Int64(time.tv_nsec) + 500_000) / 1_000_000
+        let milliseconds = Int64(time.tv_sec) * 1000 + Int64(time.tv_nsec) / 1_000_000
         return Date(storedMilliseconds: milliseconds)
     }
 }

@@ -361,7 +361,7 @@ extension Progressctl {
             var record = TaskRecord(
                 id: id, name: name ?? kind, kind: kind, input: input, idempotencyKey: idempotencyKey, options: options,
                 status: .pending, priority: options.priority, createdAt: now)
-            record.nextAttemptAt = runAt?.roundedToMilliseconds
+            record.nextAttemptAt = runAt?.roundedUpToMilliseconds
             var events = [
                 TaskEvent(taskID: id, rootID: id, kind: .created, at: now, attempt: 1, message: "submitted by progressctl")
             ]

@@ -95,6 +95,32 @@ import Testing
         await worker.shutdown()
     }
 
+    /// A run-at kept at the store's precision is never before the time asked for: rounded up, not to the nearest.
+    @Test(arguments: [
+        (0.0, 0.0), (0.0004, 0.001), (0.0005, 0.001), (0.0009, 0.001), (0.001, 0.001), (1.0001, 1.001), (-0.0004, 0.0),
+        (0.000_000_5, 0.0), (0.000_002, 0.001),
+    ])
+    func aRunAtIsKeptAtTheFirstMillisecondNotBeforeIt(offset: Double, kept: Double) {
+        let base = Date(timeIntervalSince1970: 1_800_000_000)
+        let asked = base.addingTimeInterval(offset)
+        let rounded = asked.roundedUpToMilliseconds
+        #expect(rounded.timeIntervalSince(asked) > -1e-6, "not before the time asked (to a microsecond)")
+        #expect(abs(rounded.timeIntervalSince(base) - kept) < 1e-6, "\(rounded.timeIntervalSince(base))")
+    }
+
+    /// The executor's "now" on the system's clock is the millisecond that has begun, never the next one: a job due at
+    /// a millisecond is not claimed before it. Rounded to the nearest, now ran up to half a millisecond ahead, and with
+    /// a run-at rounded to the nearest about half of the delayed jobs started early (`delay_p50_ms_sqlite` -0.005 ms).
+    @Test func nowOnTheSystemClockIsNeverAhead() {
+        var ahead = 0
+        for _ in 0..<2_000 {
+            let now = Date.currentMillisecond()
+            // More than a microsecond: a Double of seconds since 2001 holds about a tenth of one.
+            if now.timeIntervalSince(Date()) > 1e-6 { ahead += 1 }
+        }
+        #expect(ahead == 0)
+    }
+
     @Test func runNowStartsAScheduledJobThroughTheExecutor() async throws {
         let clock = ManualClock()
         let database = try SharedDatabase(.sqlite)
