@@ -16,8 +16,8 @@ let package = Package(
         .library(name: "Progression", targets: ["Progression"]),
         // What a package that depends on this one may use: the operator's tool, the demo, and the benchmark (to
         // measure on one's own hardware). The test tools (crash, fault, fleet, chaos) and the console's benchmark are
-        // executable targets only: this package's own `swift run`, `swift build --product` and tests reach them, no
-        // dependent sees them.
+        // library targets that no product names, run as `progression-bench <tool> …`: SwiftPM lists every executable
+        // target of a root package as a product (`swift package describe`), so as executables they were seen by all.
         .executable(name: "progressctl", targets: ["progressctl"]),
         .executable(name: "progression-bench", targets: ["progression-bench"]),
         .executable(name: "progression-demo", targets: ["progression-demo"]),
@@ -162,10 +162,10 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        // Kills a batch worker with SIGKILL at random moments and checks nothing was lost or redone (run by .ci/run);
-        // its worker mode is also the child process of the recovery tests.
-        .executableTarget(
-            name: "progression-crash-test",
+        // `progression-bench crash-test`: kills a batch worker with SIGKILL at random moments and checks nothing was
+        // lost or redone (run by .ci/run); its worker mode is also the child process of the recovery tests.
+        .target(
+            name: "ProgressionCrashTest",
             dependencies: [
                 "Progression",
                 .target(name: "ProgressionPostgres", condition: .when(traits: ["PostgreSQL"])),
@@ -178,10 +178,10 @@ let package = Package(
             path: "tools/crash-test",
             swiftSettings: swiftSettings
         ),
-        // Runs jobs on a store that fails at random (full disk, I/O errors, locks held too long) and checks that
-        // nothing is lost, stuck, failed or redone (run by .ci/run with a fixed seed).
-        .executableTarget(
-            name: "progression-fault-test",
+        // `progression-bench fault-test`: runs jobs on a store that fails at random (full disk, I/O errors, locks held
+        // too long) and checks that nothing is lost, stuck, failed or redone (run by .ci/run with a fixed seed).
+        .target(
+            name: "ProgressionFaultTest",
             dependencies: [
                 "Progression", "ProgressionTestSupport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -190,10 +190,10 @@ let package = Package(
             path: "tools/fault-test",
             swiftSettings: swiftSettings
         ),
-        // The fleet's processes for tests and the benchmark: workers that run test kinds and fire schedules (on an
-        // accelerated clock when asked), and a producer that only enqueues through JobClient.
-        .executableTarget(
-            name: "progression-fleet-test",
+        // `progression-bench fleet-test`: the fleet's processes for tests: workers that run test kinds and fire
+        // schedules (on an accelerated clock when asked), and a producer that only enqueues through JobClient.
+        .target(
+            name: "ProgressionFleetTest",
             dependencies: [
                 "Progression", "ProgressionTestSupport",
                 .target(name: "ProgressionPostgres", condition: .when(traits: ["PostgreSQL"])),
@@ -205,11 +205,12 @@ let package = Package(
             path: "tools/fleet-test",
             swiftSettings: swiftSettings
         ),
-        // Three workers on one PostgreSQL server that is restarted and whose backends are killed at random, and a
-        // network partition of one worker (network namespaces); checks that every job completes once, no worker
-        // freezes and all stop gracefully (run by .ci/run). Without the `PostgreSQL` trait it only says so.
-        .executableTarget(
-            name: "progression-chaos-test",
+        // `progression-bench chaos-test`: three workers on one PostgreSQL server that is restarted and whose backends
+        // are killed at random, and a network partition of one worker (network namespaces); checks that every job
+        // completes once, no worker freezes and all stop gracefully (run by .ci/run). Without the `PostgreSQL` trait
+        // it only says so.
+        .target(
+            name: "ProgressionChaosTest",
             dependencies: [
                 "Progression", "ProgressionTestSupport",
                 .target(name: "ProgressionPostgres", condition: .when(traits: ["PostgreSQL"])),
@@ -223,6 +224,8 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         // Measures the performance targets side by side in one run (release builds only); not part of `swift test`.
+        // `progression-bench <tool> …` runs one of the test tools (crash-test, fault-test, fleet-test, chaos-test,
+        // console-bench), in any build.
         .executableTarget(
             name: "progression-bench",
             dependencies: [
@@ -230,15 +233,17 @@ let package = Package(
                 .target(name: "ProgressionPostgres", condition: .when(traits: ["PostgreSQL"])),
                 .target(name: "ProgressionPostgresTestSupport", condition: .when(traits: ["PostgreSQL"])),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
+                "ProgressionCrashTest", "ProgressionFaultTest", "ProgressionFleetTest", "ProgressionChaosTest",
+                "ProgressionConsoleBench",
             ],
             path: "Sources/progression-bench",
             swiftSettings: swiftSettings
         ),
-        // Measures the console (issue 24): its list and job pages on a large database, and live pages on a busy
-        // worker (release builds; a debug build with --quick only checks that it runs). Without the `Console` trait
-        // it only says so.
-        .executableTarget(
-            name: "progression-console-bench",
+        // `progression-bench console-bench` measures the console (issue 24): its list and job pages on a large
+        // database, and live pages on a busy worker (release builds; a debug build with --quick only checks that it
+        // runs). Without the `Console` trait it only says so.
+        .target(
+            name: "ProgressionConsoleBench",
             dependencies: [
                 "Progression", "ProgressionSQLite", "ProgressionOperator",
                 .target(name: "ProgressionConsole", condition: .when(traits: ["Console"])),
@@ -270,8 +275,7 @@ let package = Package(
         .testTarget(
             name: "ProgressionTests",
             dependencies: [
-                "Progression", "ProgressionSQLite", "ProgressionTestSupport", "progression-crash-test",
-                "progression-fleet-test", "progressctl",
+                "Progression", "ProgressionSQLite", "ProgressionTestSupport", "progression-bench", "progressctl",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -317,7 +321,7 @@ let package = Package(
         .testTarget(
             name: "ProgressionPostgresTests",
             dependencies: [
-                "Progression", "ProgressionTestSupport", "progressctl", "progression-demo", "progression-crash-test",
+                "Progression", "ProgressionTestSupport", "progressctl", "progression-demo", "progression-bench",
                 .target(name: "ProgressionPostgres", condition: .when(traits: ["PostgreSQL"])),
                 .target(name: "ProgressionPostgresTestSupport", condition: .when(traits: ["PostgreSQL"])),
                 .product(name: "PostgresNIO", package: "postgres-nio", condition: .when(traits: ["PostgreSQL"])),

@@ -2,7 +2,7 @@ import Foundation
 import Synchronization
 
 /// A program running as a child process of a test: one of the package's built executables (`progressctl`,
-/// `progression-demo`, `progression-crash-test`, found next to the test bundle by ``binary(_:)``) or a program of the
+/// `progression-demo`, `progression-bench`, found next to the test bundle by ``binary(_:)``) or a program of the
 /// system. Its stdout and stderr go to files that the test reads while it runs; every wait for its end has a deadline.
 ///
 /// ```swift

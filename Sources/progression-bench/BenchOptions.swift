@@ -43,6 +43,10 @@ struct BenchOptions: Sendable {
                            a throwaway server the bench starts with PostgreSQL's stock settings (it prints them)
 
         Build it in release mode: swift run -c release progression-bench
+
+        usage: progression-bench crash-test|fault-test|fleet-test|chaos-test|console-bench [ARGUMENTS...]
+
+          runs one of the project's test tools (in any build); `progression-bench crash-test --help` says more
         """
 
     /// Parses the arguments after the program name.

@@ -10,10 +10,16 @@ import Logging
 /// swift run -c release progression-bench            # the full run, < 10 minutes
 /// swift run -c release progression-bench --quick    # the CI smoke run, < 1 minute
 /// swift run -c release progression-bench --only reports_per_s_1task,writer --json
+/// swift run progression-bench crash-test run --kills 20 --jobs 50   # a test tool (``Tools``), in any build
 /// ```
 @main
 enum ProgressionBench {
     static func main() async {
+        let arguments = Array(CommandLine.arguments.dropFirst())
+        if let tool = Tools.named(in: arguments) {
+            await tool(Array(arguments.dropFirst()))
+            exit(0)
+        }
         // The executors' logs go to stderr, warnings only: stdout is the table or the JSON object.
         LoggingSystem.bootstrap { label in
             var handler = StreamLogHandler.standardError(label: label)
@@ -22,7 +28,7 @@ enum ProgressionBench {
         }
         let options: BenchOptions
         do {
-            options = try BenchOptions(arguments: Array(CommandLine.arguments.dropFirst()))
+            options = try BenchOptions(arguments: arguments)
         } catch let error as BenchOptionError {
             if let message = error.message { standardError("progression-bench: \(message)") }
             standardError(BenchOptions.usage)

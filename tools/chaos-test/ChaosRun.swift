@@ -161,7 +161,7 @@ enum ChaosJobs {
         }
     }
 
-    /// Starts a worker: this program's `worker` subcommand, optionally through a wrapper (`ip netns exec NS`).
+    /// Starts a worker: this tool's `worker` subcommand, optionally through a wrapper (`ip netns exec NS`).
     static func worker(_ arguments: [String], name: String, directory: String, wrapper: [String] = []) throws -> ChildProcess {
         var program = URL(fileURLWithPath: CommandLine.arguments[0]).standardizedFileURL
         if !FileManager.default.isExecutableFile(atPath: program.path), let own = Bundle.main.executableURL {
@@ -170,10 +170,12 @@ enum ChaosJobs {
         let output = directory + "/" + name
         try FileManager.default.createDirectory(atPath: output, withIntermediateDirectories: true)
         if wrapper.isEmpty {
-            return try ChildProcess(program, ["worker"] + arguments, output: .combined(in: output))
+            return try ChildProcess(
+                program, [ChaosTestTool.command, "worker"] + arguments, output: .combined(in: output))
         }
         return try ChildProcess(
-            URL(fileURLWithPath: wrapper[0]), Array(wrapper.dropFirst()) + [program.path, "worker"] + arguments,
+            URL(fileURLWithPath: wrapper[0]),
+            Array(wrapper.dropFirst()) + [program.path, ChaosTestTool.command, "worker"] + arguments,
             output: .combined(in: output))
     }
 

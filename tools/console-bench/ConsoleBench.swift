@@ -19,10 +19,9 @@ import Glibc
 /// - the job page of a 10,000-node tree (target < 200 ms);
 /// - 100 open pages (Server-Sent Events) on one worker running 1,000 live tasks: the CPU the console adds to the
 ///   worker (target < 5 % of a core) and how old the newest value of an update is when it arrives, p99 (< 1 s).
-@main
 struct ConsoleBench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "progression-console-bench",
+        commandName: "progression-bench console-bench",
         abstract: "Measure the console: list and job pages on a large database, live pages on a busy worker.",
         subcommands: [Run.self, Worker.self], defaultSubcommand: Run.self)
 
@@ -39,7 +38,7 @@ struct ConsoleBench: AsyncParsableCommand {
             #if Console
             try await ConsoleBenchRun(quick: quick, directory: directory).run()
             #else
-            throw ValidationError("progression-console-bench was built without the Console trait (swift build --traits Console)")
+            throw ValidationError("progression-bench was built without the Console trait (swift build --traits Console)")
             #endif
         }
     }
@@ -216,7 +215,8 @@ struct ConsoleBenchRun {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
         process.arguments = [
-            "worker", "--db", scratch + "/live.sqlite", "--jobs", "\(jobs)", "--children", "\(children)", "--report-ms", "200",
+            ConsoleBenchTool.command, "worker", "--db", scratch + "/live.sqlite", "--jobs", "\(jobs)",
+            "--children", "\(children)", "--report-ms", "200",
         ]
         let output = Pipe()
         process.standardOutput = output

@@ -77,7 +77,7 @@ extension CrashTest {
             if !FileManager.default.isExecutableFile(atPath: process.executableURL!.path) {
                 process.executableURL = Bundle.main.executableURL
             }
-            process.arguments = arguments
+            process.arguments = [CrashTestTool.command] + arguments
             process.standardOutput = FileHandle.nullDevice
             try process.run()
             return process

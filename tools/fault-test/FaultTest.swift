@@ -5,19 +5,18 @@ import Progression
 import ProgressionTestSupport
 import Synchronization
 
-/// `progression-fault-test`: runs jobs with nested steps and checkpoints on a store that fails writes (and reads) at
-/// random — a full disk, an I/O error, a lock held past the timeout — for bounded periods, with graceful restarts of
+/// `progression-bench fault-test`: runs jobs with nested steps and checkpoints on a store that fails writes (and
+/// reads) at random — a full disk, an I/O error, a lock held past the timeout — for bounded periods, with graceful restarts of
 /// the executor in between, and checks that the faults cost nothing: every job completes, none is stuck or failed by
 /// the store, no step whose completion was committed runs again, and the database passes its integrity check.
 ///
 /// ```
-/// progression-fault-test --seed 2026
+/// progression-bench fault-test --seed 2026
 /// fault-test: faults=412 jobs=60 completed=60 stuck=0 failed_by_storage=0 steps_rerun_after_commit=0 restarts=2 integrity=ok
 /// ```
-@main
 struct FaultTest: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "progression-fault-test",
+        commandName: "progression-bench fault-test",
         abstract: "Run jobs on a store that fails at random and check that nothing is lost, stuck or redone.")
 
     @Option(help: "Seed of the faults (the run is reproducible for a seed).") var seed: UInt64 = 2026

@@ -8,9 +8,9 @@ import ProgressionPostgres
 import ProgressionPostgresTestSupport
 #endif
 
-/// The fleet as separate processes (the real `progression-fleet-test` executable): a producer that only enqueues and
-/// workers that share the backlog; delayed jobs and durable sleeps across a SIGKILL; a schedule fired once per tick by
-/// three workers over a simulated day (issues 22, 23).
+/// The fleet as separate processes (the real `progression-bench fleet-test` processes): a producer that only enqueues
+/// and workers that share the backlog; delayed jobs and durable sleeps across a SIGKILL; a schedule fired once per tick
+/// by three workers over a simulated day (issues 22, 23).
 @Suite(.serialized) struct FleetProcessTests {
     /// Where the processes' database lives.
     enum Database: String, CaseIterable, CustomTestStringConvertible, Sendable {
@@ -42,10 +42,10 @@ import ProgressionPostgresTestSupport
         }
     }
 
-    /// A process of the fleet tool, its output in files of `directory`.
+    /// A process of the fleet tool (`progression-bench fleet-test …`), its output in files of `directory`.
     static func start(_ arguments: [String], in directory: TemporaryDirectory) throws -> ChildProcess {
         try ChildProcess(
-            ChildProcess.binary("progression-fleet-test"), arguments, output: .files(in: directory.path),
+            ChildProcess.binary("progression-bench"), ["fleet-test"] + arguments, output: .files(in: directory.path),
             environment: ["PROGRESSION_DB": nil])
     }
 

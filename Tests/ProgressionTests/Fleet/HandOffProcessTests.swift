@@ -3,9 +3,9 @@ import Progression
 import ProgressionTestSupport
 import Testing
 
-/// Resumed jobs use the fleet, across processes (issue 37's reproduction): with two `progression-fleet-test` workers
-/// of one slot each, a job paused on the first, whose slot then runs another job, is continued by the second — idle —
-/// once resumed with `progressctl resume`, from its checkpoint; the first never runs it again. On SQLite and
+/// Resumed jobs use the fleet, across processes (issue 37's reproduction): with two `progression-bench fleet-test`
+/// workers of one slot each, a job paused on the first, whose slot then runs another job, is continued by the second —
+/// idle — once resumed with `progressctl resume`, from its checkpoint; the first never runs it again. On SQLite and
 /// PostgreSQL.
 @Suite(.serialized) struct HandOffProcessTests {
     typealias Database = FleetProcessTests.Database

@@ -43,8 +43,8 @@ enum FleetKinds {
 }
 
 /// Job trees across processes (issue 35): a parent's children spread over three workers that are killed, its progress
-/// read by `progressctl` while its children run elsewhere, a cancel and a retry across processes, and a dependency
-/// and a signal across a SIGKILL — each on SQLite and on PostgreSQL, with the real `progression-fleet-test` workers.
+/// read by `progressctl` while its children run elsewhere, a cancel and a retry across processes, and a dependency and
+/// a signal across a SIGKILL — each on SQLite and on PostgreSQL, with the real `progression-bench fleet-test` workers.
 @Suite(.serialized) struct JobTreeProcessTests {
     typealias Database = FleetProcessTests.Database
 

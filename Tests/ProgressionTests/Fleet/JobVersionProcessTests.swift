@@ -3,10 +3,10 @@ import Progression
 import ProgressionTestSupport
 import Testing
 
-/// Versions across deploys, across processes (issue 37): a `progression-fleet-test` worker of version 1 begins a job
-/// and is killed; a worker of version 2 leaves the job (and runs others) while `progressctl doctor` says which version
-/// waits for which workers; once a worker of a version that declares it continues version 1 starts, that one finishes
-/// it from its checkpoint. On SQLite and PostgreSQL.
+/// Versions across deploys, across processes (issue 37): a `progression-bench fleet-test` worker of version 1 begins a
+/// job and is killed; a worker of version 2 leaves the job (and runs others) while `progressctl doctor` says which
+/// version waits for which workers; once a worker of a version that declares it continues version 1 starts, that one
+/// finishes it from its checkpoint. On SQLite and PostgreSQL.
 @Suite(.serialized) struct JobVersionProcessTests {
     typealias Database = FleetProcessTests.Database
     typealias Hang = StallProcessTests.Hang

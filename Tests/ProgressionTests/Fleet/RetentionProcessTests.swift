@@ -3,9 +3,9 @@ import Progression
 import ProgressionTestSupport
 import Testing
 
-/// Retention across processes (issue 37): two `progression-fleet-test` worker processes with a retention of a second
-/// delete the jobs they finished — the fleet's turn taken by one of them at a time in the store — while they keep
-/// running new ones; unfinished jobs are never deleted. On SQLite and PostgreSQL.
+/// Retention across processes (issue 37): two `progression-bench fleet-test` worker processes with a retention of a
+/// second delete the jobs they finished — the fleet's turn taken by one of them at a time in the store — while they
+/// keep running new ones; unfinished jobs are never deleted. On SQLite and PostgreSQL.
 @Suite(.serialized) struct RetentionProcessTests {
     typealias Database = FleetProcessTests.Database
     typealias Hang = StallProcessTests.Hang

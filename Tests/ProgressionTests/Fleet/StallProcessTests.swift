@@ -3,9 +3,10 @@ import Progression
 import ProgressionTestSupport
 import Testing
 
-/// Stalled jobs across processes (issue 37): a job whose code hangs in a `progression-fleet-test` worker, while that
-/// worker's heartbeat stays healthy, is shown as stalled by `progressctl list` and `show` and counted in the fleet's
-/// gauges once it has not moved for its limit; its kind's action retries or cancels it. On SQLite and PostgreSQL.
+/// Stalled jobs across processes (issue 37): a job whose code hangs in a `progression-bench fleet-test` worker, while
+/// that worker's heartbeat stays healthy, is shown as stalled by `progressctl list` and `show` and counted in the
+/// fleet's gauges once it has not moved for its limit; its kind's action retries or cancels it. On SQLite and
+/// PostgreSQL.
 @Suite(.serialized) struct StallProcessTests {
     typealias Database = FleetProcessTests.Database
 

@@ -2,15 +2,16 @@ import Foundation
 import Progression
 import ProgressionTestSupport
 
-/// The crash-test worker (`progression-crash-test worker`) running as a child process: the process recovery tests
+/// The crash-test worker (`progression-bench crash-test worker`) running as a child process: the process recovery tests
 /// kill. Its stdout is dropped; its stderr is this process's, in the test log.
 struct WorkerProcess: Sendable {
     let process: ChildProcess
 
-    /// Starts `progression-crash-test worker --db … --ledger … <arguments>`.
+    /// Starts `progression-bench crash-test worker --db … --ledger … <arguments>`.
     init(db: String, ledger: String, _ arguments: [String]) throws {
         process = try ChildProcess(
-            ChildProcess.binary("progression-crash-test"), ["worker", "--db", db, "--ledger", ledger] + arguments,
+            ChildProcess.binary("progression-bench"),
+            ["crash-test", "worker", "--db", db, "--ledger", ledger] + arguments,
             output: .handles(stdout: .nullDevice, stderr: .standardError))
     }
 
