@@ -99,6 +99,13 @@ public final class ChildProcess: Sendable {
     /// The command, for messages: the executable's name and the arguments.
     private let command: String
 
+    /// A child still running when its test lets go of it is killed: a test that fails while its workers run (a
+    /// timed-out wait throws past their stop) would otherwise leave them running after the test run, taking the
+    /// machine's cores from the tests after it (CI had three fleet workers running 40 minutes after their test).
+    deinit {
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+    }
+
     /// The file that receives stdout (both streams with ``Output/combined(in:)``), or `nil` when none does.
     public let stdoutPath: String?
     /// The file that receives stderr, or `nil` when none does.
