@@ -143,12 +143,14 @@ extension ExecutionEngine {
             state.endRun(
                 handle, result, now: now, monotonicNow: monotonicNow, random: random, configuration: configuration)
         }
-        carry(end.dispatch)
-        // Whoever waits for this root (waitForTask, a retry by hand) waits for the commit: no batching window.
-        wakeWriter(urgent: true)
+        // Counted before the writer is woken: whoever the commit wakes (waitForTask) reads the run's metrics. Counted
+        // after, a loaded machine let a waiter read the failure's counter but not yet its duration.
         if let ended = end.ended, !end.lost {
             record(ended, startedAt: started.startedAt ?? now, now: now, retryDelay: end.retryDelay)
         }
+        carry(end.dispatch)
+        // Whoever waits for this root (waitForTask, a retry by hand) waits for the commit: no batching window.
+        wakeWriter(urgent: true)
     }
 
     /// Counts how a run ended, times it, and logs what an operator wants to know (a retry, a failure).
