@@ -521,7 +521,9 @@ public final class PostgresTaskStore: TaskStoreBackend, BroadcastingChanges, Ser
                 let value = try await client.withConnection { connection in
                     guard slot.attach(connection) else { throw CallDeadlineExceeded() }
                     defer { slot.detach() }
-                    return try await body(connection)
+                    return try await withTaskExecutorPreference(EventLoopTaskExecutor(connection.eventLoop)) {
+                        try await body(connection)
+                    }
                 }
                 outcome.finish(.success(value))
             } catch {
