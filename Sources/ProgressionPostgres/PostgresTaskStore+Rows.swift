@@ -157,6 +157,13 @@ extension PostgresTaskStore {
     func insertEvents(_ events: [TaskEvent], connection: PostgresConnection) async throws {
         guard !events.isEmpty else { return }
         var bindings = PostgresBindings(capacity: 8)
+        Self.appendEventArrays(events, to: &bindings)
+        try await connection.query(
+            PostgresQuery(unsafeSQL: Self.insertEventsSQL(into: names.events, from: 1), binds: bindings), logger: logger)
+    }
+
+    /// Appends the eight column arrays of `events`, in the order ``insertEventsSQL(into:from:)`` reads them.
+    static func appendEventArrays(_ events: [TaskEvent], to bindings: inout PostgresBindings) {
         bindings.append(PostgresArray(events.map { Optional($0.taskID) }))
         bindings.append(PostgresArray(events.map { Optional($0.rootID) }))
         bindings.append(PostgresArray(events.map { Optional($0.kind.rawValue) }))
@@ -165,15 +172,17 @@ extension PostgresTaskStore {
         bindings.append(PostgresArray(events.map(\.progress)))
         bindings.append(PostgresArray(events.map(\.message)))
         bindings.append(PostgresArray(events.map(\.errorType)))
-        try await connection.query(
-            PostgresQuery(
-                unsafeSQL: """
-                    INSERT INTO \(names.events) (task_id, root_id, kind, at, attempt, progress, message, error_type)
-                    SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::int8[], $5::int4[], $6::float8[],
-                      $7::text[], $8::text[])
-                    WHERE pg_current_xact_id() IS NOT NULL
-                    """, binds: bindings),
-            logger: logger)
+    }
+
+    /// The statement inserting the events of the eight column arrays from parameter `$first` on.
+    static func insertEventsSQL(into table: String, from first: Int) -> String {
+        let p = (first..<first + 8).map { "$\($0)" }
+        return """
+            INSERT INTO \(table) (task_id, root_id, kind, at, attempt, progress, message, error_type)
+            SELECT * FROM unnest(\(p[0])::text[], \(p[1])::text[], \(p[2])::text[], \(p[3])::int8[], \(p[4])::int4[],
+              \(p[5])::float8[], \(p[6])::text[], \(p[7])::text[])
+            WHERE pg_current_xact_id() IS NOT NULL
+            """
     }
 
     /// The node `id` and its subtree, in tree order; empty when it does not exist. With `lock`, the root's row is

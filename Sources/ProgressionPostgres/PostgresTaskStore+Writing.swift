@@ -27,13 +27,31 @@ extension PostgresTaskStore {
     // MARK: The writer's batches
 
     package func insert(_ tasks: [TaskRecord], events: [TaskEvent]) async throws {
-        try await write(notify: true) { [self] connection in
-            if !tasks.isEmpty {
-                try await connection.query(
-                    PostgresQuery(unsafeSQL: insertSQL(onConflict: ""), binds: try columnArrays(tasks)), logger: logger)
+        guard !tasks.isEmpty, !events.isEmpty else {
+            try await write(notify: true) { [self] connection in
+                if !tasks.isEmpty {
+                    try await connection.query(
+                        PostgresQuery(unsafeSQL: insertSQL(onConflict: ""), binds: try columnArrays(tasks)),
+                        logger: logger)
+                }
+                try await insertEvents(events, connection: connection)
             }
-            try await insertEvents(events, connection: connection)
+            return
         }
+        // One statement between BEGIN and COMMIT, so that a producer's submit is three round trips, not five: the rows,
+        // their events, the notification and the transaction's id (each statement costs a round trip).
+        var arrays = try columnArrays(tasks)
+        let eventsFrom = Self.columnTypes.count + 1
+        Self.appendEventArrays(events, to: &arrays)
+        let bindings = arrays
+        let sql = """
+            WITH inserted AS (\(insertSQL(onConflict: ""))),
+            stored_events AS (\(Self.insertEventsSQL(into: names.events, from: eventsFrom)))
+            SELECT txid_current() FROM pg_notify('\(names.channel)', '')
+            """
+        try await write(identified: { [self] connection in
+            ((), try await rows(sql, bindings, connection: connection) { try $0.decode(Int64.self) }.first)
+        })
     }
 
     /// The statement inserting one row per element of the column arrays.
@@ -326,159 +344,214 @@ extension PostgresTaskStore {
         let location = location
         let newOwner = claim.newOwner
         let earlier = try await settleAmbiguousClaims()
-        let claimed = try await write(pending: { xid, roots in
-            self.ambiguous.withLock { $0.claims.append(Ambiguous.Claim(xid: xid, roots: roots)) }
-        }) { [self] connection -> [ClaimedRoot] in
-            // The owners judged dead are read again, their rows locked until the commit: one that wrote a heartbeat
-            // since is left; one whose heartbeat comes after this read waits for the commit, and then finds its roots
-            // taken (its writes are fenced).
-            let judged = claim.judgedOwners
-            var current: [String: Date] = [:]
-            if !judged.isEmpty {
-                for (id, heartbeat) in try await rows(
-                    "SELECT id, heartbeat_at FROM \(names.owners) WHERE id = ANY($1::text[]) ORDER BY id FOR SHARE",
-                    bindings(judged), connection: connection, { try $0.decode((String, Int64).self) })
-                {
-                    current[id] = Date(storedMilliseconds: heartbeat)
+        let claimed = try await write(
+            pending: { xid, roots in
+                self.ambiguous.withLock { $0.claims.append(Ambiguous.Claim(xid: xid, roots: roots)) }
+            },
+            identified: { [self] connection -> ([ClaimedRoot], Int64?) in
+                // The owners judged dead are read again, their rows locked until the commit: one that wrote a heartbeat
+                // since is left; one whose heartbeat comes after this read waits for the commit, and then finds its roots
+                // taken (its writes are fenced).
+                let judged = claim.judgedOwners
+                var current: [String: Date] = [:]
+                if !judged.isEmpty {
+                    for (id, heartbeat) in try await rows(
+                        "SELECT id, heartbeat_at FROM \(names.owners) WHERE id = ANY($1::text[]) ORDER BY id FOR SHARE",
+                        bindings(judged), connection: connection, { try $0.decode((String, Int64).self) })
+                    {
+                        current[id] = Date(storedMilliseconds: heartbeat)
+                    }
                 }
-            }
-            let fromOwners = claim.ownersStillDead(current: current)
-            guard !fromOwners.isEmpty else { return [] }
-            // Kinds paused across the fleet, and the room of kinds with a limit: their rows in job_kinds are locked,
-            // so that two claims of one kind count one after the other.
-            let paused = Set(
-                try await rows("SELECT name FROM \(names.pausedKinds)", PostgresBindings(), connection: connection) {
-                    try $0.decode(String.self)
-                })
-            var limits: [String: Int] = [:]
-            for (name, limit) in try await rows(
-                """
-                SELECT name, max_concurrent FROM \(names.jobKinds) WHERE max_concurrent IS NOT NULL
-                ORDER BY name FOR UPDATE
-                """, PostgresBindings(), connection: connection, { try $0.decode((String, Int).self) })
-            where claim.kinds?.contains(name) ?? true {
-                limits[name] = limit
-            }
-            var owned: [String: Int] = [:]
-            if !limits.isEmpty {
-                for (kind, count) in try await rows(
+                let fromOwners = claim.ownersStillDead(current: current)
+                guard !fromOwners.isEmpty else { return ([], nil) }
+                // Kinds paused across the fleet, and the limits of kinds that have one, in one statement: the rows of
+                // the limited kinds in job_kinds are locked, so that two claims of one kind count one after the other.
+                var paused: Set<String> = []
+                var limits: [String: Int] = [:]
+                for (isLimit, name, limit) in try await rows(
                     """
-                    SELECT kind, count(*) FROM \(names.tasks)
-                    WHERE parent_id IS NULL AND finished_at IS NULL AND owner_id IS NOT NULL
-                      AND status IN ('running', 'pending') AND kind = ANY($1::text[])
-                    GROUP BY kind
-                    """, bindings(limits.keys.sorted()), connection: connection, { try $0.decode((String, Int).self) })
+                    SELECT false, name, NULL::int8 FROM \(names.pausedKinds)
+                    UNION ALL
+                    SELECT true, name, max_concurrent::int8 FROM (
+                      SELECT name, max_concurrent FROM \(names.jobKinds) WHERE max_concurrent IS NOT NULL
+                      ORDER BY name FOR UPDATE) AS limited
+                    """, PostgresBindings(), connection: connection, { try $0.decode((Bool, String, Int64?).self) })
                 {
-                    owned[kind] = count
+                    if !isLimit {
+                        paused.insert(name)
+                    } else if let limit, claim.kinds?.contains(name) ?? true {
+                        limits[name] = Int(limit)
+                    }
                 }
-            }
-            let plan = ClaimPlan(claim, paused: paused, limits: limits, owned: owned)
-            var parameters = PostgresBindings()
-            parameters.append(Int64(claim.limit))
-            parameters.append(claim.now.storedMilliseconds)
-            var kindCondition = ""
-            switch plan.kinds {
-            case .all: break
-            case .only(let runnable) where runnable.isEmpty:
-                kindCondition = " AND kind IS NULL"
-            case .only(let runnable):
-                parameters.append(runnable)
-                kindCondition = " AND (kind IS NULL OR kind = ANY($\(parameters.count)::text[]))"
-            case .allBut(let blocked):
-                parameters.append(blocked)
-                kindCondition = " AND (kind IS NULL OR NOT kind = ANY($\(parameters.count)::text[]))"
-            }
-            // Jobs begun by a version the claimer cannot continue, of a kind that leaves them (``JobVersion``).
-            for (kind, accepted) in claim.versionsLeft {
-                parameters.append(kind)
-                parameters.append(accepted)
-                kindCondition += " AND (version IS NULL OR kind IS NULL OR kind <> $\(parameters.count - 1)"
-                    + " OR version = ANY($\(parameters.count)::text[]))"
-            }
-            // One branch per owner, each an ordered scan of the unfinished roots' index for that owner (one scan over
-            // every owner would sort them all for each chunk), and one for the due roots that waited for a time; each
-            // locks its rows, skipping those another executor holds (a branch's rows beyond the chunk stay locked
-            // until the commit: a concurrent claim takes others). Paused roots are not claimed.
-            var branches: [String] = []
-            var owners: [String] = []
-            var seen: Set<String?> = []
-            for owner in fromOwners where seen.insert(owner).inserted {
-                let condition: String
-                if let owner {
-                    parameters.append(owner)
-                    owners.append(owner)
-                    condition = "owner_id = $\(parameters.count)"
-                } else {
-                    condition = "owner_id IS NULL"
+                // Owned roots of the limited kinds, counted in a statement of its own: its snapshot is taken after the
+                // locks above, so that it sees the claims of those kinds that committed while this one waited.
+                var owned: [String: Int] = [:]
+                if !limits.isEmpty {
+                    for (kind, count) in try await rows(
+                        """
+                        SELECT kind, count(*) FROM \(names.tasks)
+                        WHERE parent_id IS NULL AND finished_at IS NULL AND owner_id IS NOT NULL
+                          AND status IN ('running', 'pending') AND kind = ANY($1::text[])
+                        GROUP BY kind
+                        """, bindings(limits.keys.sorted()), connection: connection, { try $0.decode((String, Int).self) })
+                    {
+                        owned[kind] = count
+                    }
                 }
+                let plan = ClaimPlan(claim, paused: paused, limits: limits, owned: owned)
+                var parameters = PostgresBindings()
+                parameters.append(Int64(claim.limit))
+                parameters.append(claim.now.storedMilliseconds)
+                var kindCondition = ""
+                switch plan.kinds {
+                case .all: break
+                case .only(let runnable) where runnable.isEmpty:
+                    kindCondition = " AND kind IS NULL"
+                case .only(let runnable):
+                    parameters.append(runnable)
+                    kindCondition = " AND (kind IS NULL OR kind = ANY($\(parameters.count)::text[]))"
+                case .allBut(let blocked):
+                    parameters.append(blocked)
+                    kindCondition = " AND (kind IS NULL OR NOT kind = ANY($\(parameters.count)::text[]))"
+                }
+                // Jobs begun by a version the claimer cannot continue, of a kind that leaves them (``JobVersion``).
+                for (kind, accepted) in claim.versionsLeft {
+                    parameters.append(kind)
+                    parameters.append(accepted)
+                    kindCondition += " AND (version IS NULL OR kind IS NULL OR kind <> $\(parameters.count - 1)"
+                        + " OR version = ANY($\(parameters.count)::text[]))"
+                }
+                // One branch per owner, each an ordered scan of the unfinished roots' index for that owner (one scan
+                // over every owner would sort them all for each chunk), and one for the due roots that waited for a
+                // time; each locks its rows, skipping those another executor holds (a branch's rows beyond the chunk
+                // stay locked until the commit: a concurrent claim takes others). Paused roots are not claimed.
+                var branches: [String] = []
+                var owners: [String] = []
+                var seen: Set<String?> = []
+                for owner in fromOwners where seen.insert(owner).inserted {
+                    let condition: String
+                    if let owner {
+                        parameters.append(owner)
+                        owners.append(owner)
+                        condition = "owner_id = $\(parameters.count)"
+                    } else {
+                        condition = "owner_id IS NULL"
+                    }
+                    branches.append(
+                        """
+                        owner\(branches.count) AS (
+                        \(Self.readyRoots(in: names.tasks, where: condition, kindCondition: kindCondition, limit: "$1")))
+                        """)
+                }
+                parameters.append(owners)
                 branches.append(
                     """
                     owner\(branches.count) AS (
-                    \(Self.readyRoots(in: names.tasks, where: condition, kindCondition: kindCondition, limit: "$1")))
+                      SELECT id, status, kind, priority, created_at, next_attempt_at, owner_id FROM \(names.tasks)
+                      WHERE parent_id IS NULL AND finished_at IS NULL AND next_attempt_at IS NOT NULL
+                        AND next_attempt_at <= $2 AND status <> 'paused'
+                        AND (owner_id IS NULL OR owner_id = ANY($\(parameters.count)::text[]))\(kindCondition)
+                      ORDER BY next_attempt_at LIMIT $1 FOR UPDATE SKIP LOCKED)
                     """)
-            }
-            parameters.append(owners)
-            branches.append(
-                """
-                owner\(branches.count) AS (
-                  SELECT id, status, kind, priority, created_at, next_attempt_at, owner_id FROM \(names.tasks)
-                  WHERE parent_id IS NULL AND finished_at IS NULL AND next_attempt_at IS NOT NULL
-                    AND next_attempt_at <= $2 AND status <> 'paused'
-                    AND (owner_id IS NULL OR owner_id = ANY($\(parameters.count)::text[]))\(kindCondition)
-                  ORDER BY next_attempt_at LIMIT $1 FOR UPDATE SKIP LOCKED)
-                """)
-            let candidates = try await rows(
-                """
-                WITH \(branches.joined(separator: ",\n"))
-                SELECT id, status, kind, priority, created_at, next_attempt_at, owner_id FROM (\(
-                  branches.indices.map { "SELECT * FROM owner\($0)" }.joined(separator: " UNION ALL "))) AS candidates
-                ORDER BY priority DESC, created_at, id
-                """, parameters, connection: connection
-            ) { row -> ClaimedRoot in
-                let (id, statusText, kind, priority, createdAt, nextAttemptAt, previousOwner) = try row.decode(
-                    (String, String, String?, Int, Int64, Int64?, String?).self)
-                guard let status = TaskStatus(rawValue: statusText) else {
-                    throw TaskStoreError(
-                        .corrupt, path: location, message: "task '\(id)' cannot be read: unknown status '\(statusText)'")
+                let candidates = """
+                    SELECT id, status, kind, priority, created_at, next_attempt_at, owner_id FROM (\(
+                      branches.indices.map { "SELECT * FROM owner\($0)" }.joined(separator: " UNION ALL "))) AS candidates
+                    ORDER BY priority DESC, created_at, id
+                    """
+                // For an executor, each root comes back whole, with whether it has subtasks: the tree of one that has
+                // none (a job that never ran) is the root alone, and the executor need not read it again (a read is a
+                // round trip). For another claimer, only the ids come back.
+                let returning =
+                    claim.readsTrees
+                    ? "\(Self.columns), EXISTS (SELECT 1 FROM \(names.tasks) WHERE root_id = root.id AND parent_id IS NOT NULL)"
+                    : "id"
+                let returnedCount = claim.readsTrees ? Self.columnCount + 1 : 1
+                // No limited kind has room to count (the usual case): the plan's choice is the first `limit` roots in
+                // the claim's order, so one statement reads them, takes them and says the transaction's id (a claim is
+                // then BEGIN, two statements and COMMIT). The ids are taken by `= ANY` of the chosen ids, so that the
+                // UPDATE looks each up in the primary key (an UPDATE … FROM the chunk would hash the whole table).
+                if plan.room.values.allSatisfy({ $0 == 0 }) {
+                    parameters.append(newOwner)
+                    let ownerParameter = parameters.count
+                    let taken = try await rows(
+                        """
+                        WITH \(branches.joined(separator: ",\n")),
+                        chosen AS MATERIALIZED (\(candidates) LIMIT $1),
+                        taken AS (
+                          UPDATE \(names.tasks) AS root SET owner_id = $\(ownerParameter)
+                          WHERE id = ANY(ARRAY(SELECT id FROM chosen)) RETURNING \(returning))
+                        SELECT taken.*, chosen.status, chosen.kind, chosen.priority, chosen.created_at,
+                          chosen.next_attempt_at, chosen.owner_id, (SELECT count(*) FROM chosen), txid_current()
+                        FROM taken JOIN chosen ON chosen.id = taken.id
+                        """, parameters, connection: connection
+                    ) { row -> (ClaimedRoot, chosen: Int, xid: Int64) in
+                        let cells = row.makeRandomAccess()
+                        let n = returnedCount
+                        let id = try cells[0].decode(String.self)
+                        var root = try claimedRoot(
+                            id: id, status: cells[n].decode(String.self), kind: cells[n + 1].decode(String?.self),
+                            priority: cells[n + 2].decode(Int.self), createdAt: cells[n + 3].decode(Int64.self),
+                            nextAttemptAt: cells[n + 4].decode(Int64?.self), previousOwner: cells[n + 5].decode(String?.self))
+                        if claim.readsTrees, try !cells[Self.columnCount].decode(Bool.self) {
+                            root.tree = [try record(from: row)]
+                        }
+                        return (root, try cells[n + 6].decode(Int.self), try cells[n + 7].decode(Int64.self))
+                    }
+                    guard let first = taken.first else { return ([], nil) }
+                    guard taken.count == first.chosen else {
+                        throw TaskStoreError(
+                            .other, path: location, message: "a claim read \(first.chosen) roots but took \(taken.count)")
+                    }
+                    return (taken.map(\.0).sorted(by: ClaimPlan.precedes), first.xid)
                 }
-                return ClaimedRoot(
-                    id: id, status: status, kind: kind, priority: priority,
-                    createdAt: Date(storedMilliseconds: createdAt),
-                    nextAttemptAt: nextAttemptAt.map(Date.init(storedMilliseconds:)), previousOwner: previousOwner)
-            }
-            let chunk = plan.choose(candidates)
-            guard !chunk.isEmpty else { return [] }
-            // Taken by one statement over the ids. Subtasks are fenced through their root's owner, so they need no
-            // change. (An UPDATE … FROM the chunk would hash the whole table to join it, for every chunk.)
-            // For an executor, each root comes back whole, with whether it has subtasks: the tree of one that has
-            // none (a job that never ran) is the root alone, and the executor need not read it again (a read is a
-            // round trip). For another claimer, only the ids come back.
-            let returning =
-                claim.readsTrees
-                ? "\(Self.columns), EXISTS (SELECT 1 FROM \(names.tasks) WHERE root_id = root.id AND parent_id IS NOT NULL)"
-                : "id"
-            let columnCount = Self.columnCount
-            let taken = try await rows(
-                "UPDATE \(names.tasks) AS root SET owner_id = $1 WHERE id = ANY($2::text[]) RETURNING \(returning)",
-                bindings(newOwner, chunk.map(\.id)), connection: connection
-            ) { row -> TaskRecord? in
-                guard claim.readsTrees else { return nil }
-                let hasSubtasks = try row.makeRandomAccess()[columnCount].decode(Bool.self)
-                return hasSubtasks ? nil : try record(from: row)
-            }
-            guard taken.count == chunk.count else {
-                throw TaskStoreError(
-                    .other, path: location, message: "a claim read \(chunk.count) roots but took \(taken.count)")
-            }
-            var whole: [String: TaskRecord] = [:]
-            for case let record? in taken { whole[record.id] = record }
-            return chunk.map { root in
-                var root = root
-                root.tree = whole[root.id].map { [$0] }
-                return root
-            }
-        }
+                let read = try await rows("WITH \(branches.joined(separator: ",\n"))\n" + candidates, parameters, connection: connection) {
+                    row -> ClaimedRoot in
+                    let (id, statusText, kind, priority, createdAt, nextAttemptAt, previousOwner) = try row.decode(
+                        (String, String, String?, Int, Int64, Int64?, String?).self)
+                    return try claimedRoot(
+                        id: id, status: statusText, kind: kind, priority: priority, createdAt: createdAt,
+                        nextAttemptAt: nextAttemptAt, previousOwner: previousOwner)
+                }
+                let chunk = plan.choose(read)
+                guard !chunk.isEmpty else { return ([], nil) }
+                // Taken by one statement over the ids. Subtasks are fenced through their root's owner, so they need no
+                // change.
+                let taken = try await rows(
+                    "UPDATE \(names.tasks) AS root SET owner_id = $1 WHERE id = ANY($2::text[]) RETURNING \(returning), txid_current()",
+                    bindings(newOwner, chunk.map(\.id)), connection: connection
+                ) { row -> (TaskRecord?, xid: Int64) in
+                    let cells = row.makeRandomAccess()
+                    let xid = try cells[returnedCount].decode(Int64.self)
+                    guard claim.readsTrees, try !cells[Self.columnCount].decode(Bool.self) else { return (nil, xid) }
+                    return (try record(from: row), xid)
+                }
+                guard taken.count == chunk.count else {
+                    throw TaskStoreError(
+                        .other, path: location, message: "a claim read \(chunk.count) roots but took \(taken.count)")
+                }
+                var whole: [String: TaskRecord] = [:]
+                for case let (record?, _) in taken { whole[record.id] = record }
+                let roots = chunk.map { root in
+                    var root = root
+                    root.tree = whole[root.id].map { [$0] }
+                    return root
+                }
+                return (roots, taken.first?.xid)
+            })
         return (earlier + claimed).sorted(by: ClaimPlan.precedes)
+    }
+
+    /// A root a claim read, its status checked.
+    private func claimedRoot(
+        id: String, status: String, kind: String?, priority: Int, createdAt: Int64, nextAttemptAt: Int64?,
+        previousOwner: String?
+    ) throws -> ClaimedRoot {
+        guard let status = TaskStatus(rawValue: status) else {
+            throw TaskStoreError(.corrupt, path: location, message: "task '\(id)' cannot be read: unknown status '\(status)'")
+        }
+        return ClaimedRoot(
+            id: id, status: status, kind: kind, priority: priority, createdAt: Date(storedMilliseconds: createdAt),
+            nextAttemptAt: nextAttemptAt.map(Date.init(storedMilliseconds:)), previousOwner: previousOwner)
     }
 
     /// A claim's read of one owner's roots that are ready to run (or of the unowned ones), locked, skipping those
