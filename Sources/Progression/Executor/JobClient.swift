@@ -157,8 +157,13 @@ public struct JobClient: Sendable {
     ///   `CancellationError`, a store error.
     public func wait(for id: String, timeout: Duration? = nil) async throws -> TaskRecord {
         let deadline = timeout.map { clock.now() + $0 }
-        // A commit of a store of the database in this process wakes the wait at once; others are polled.
-        let commits = (backend as? any BroadcastingChanges)?.beacons.commits
+        // A commit of a store of the database in this process wakes the wait at once; others are polled. The end of
+        // the job committed by an executor of this process is told by its id: it is read then without any spacing.
+        let beacons = (backend as? any BroadcastingChanges)?.beacons
+        let commits = beacons?.commits
+        let end = beacons.map { beacons in (ends: beacons.ends, token: beacons.ends.watch(id)) }
+        defer { if let end { end.ends.unwatch(id, token: end.token) } }
+        var ended = false
         var lastCounter: Int64?
         var lastRead = Duration.zero
         var first = true
@@ -170,9 +175,10 @@ public struct JobClient: Sendable {
             let seen = commits?.generation
             let counter = try await backend.changeCounter()
             let now = clock.now()
-            if first || posted || counter != lastCounter || now - lastRead >= .seconds(1) {
+            if first || posted || ended || counter != lastCounter || now - lastRead >= .seconds(1) {
                 first = false
                 posted = false
+                ended = false
                 lastCounter = counter
                 lastRead = now
                 guard let record = try await backend.task(id: id) else { throw ProgressionError.notFound(taskID: id) }
@@ -182,17 +188,35 @@ public struct JobClient: Sendable {
             var wait = configuration.pollInterval
             if let deadline { wait = min(wait, deadline - now) }
             if let commits, let seen {
-                await commits.wait(after: seen, timeout: wait, clock: clock)
+                await Self.wake(after: seen, of: commits, orEndOf: id, end, timeout: wait, clock: clock)
                 posted = commits.generation != seen
+                ended = end.map { $0.ends.takeEnd(id, token: $0.token) } ?? false
                 // Commits of a busy process come thousands a second: a waiter reads its job for them at most once
-                // every 250 µs (a job that ended is then read at most that late).
+                // every 250 µs, unless its job's end is told meanwhile.
                 let sinceRead = clock.now() - lastRead
-                if posted, sinceRead < Self.leastSpacingOfReads {
-                    try await clock.sleep(Self.leastSpacingOfReads - sinceRead)
+                if posted, !ended, sinceRead < Self.leastSpacingOfReads {
+                    await Self.wake(
+                        after: nil, of: nil, orEndOf: id, end, timeout: Self.leastSpacingOfReads - sinceRead, clock: clock)
+                    try Task.checkCancellation()
+                    ended = end.map { $0.ends.takeEnd(id, token: $0.token) } ?? false
                 }
             } else {
                 try await clock.sleep(wait)
             }
+        }
+    }
+
+    /// Returns after `timeout`, or earlier at a commit past `seen`, or when the end of root `id` is told to the watch.
+    private static func wake(
+        after seen: UInt64?, of commits: Broadcast?, orEndOf id: String, _ end: (ends: RootEnds, token: Int)?,
+        timeout: Duration, clock: TaskClock
+    ) async {
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { try? await clock.sleep(timeout) }
+            if let commits, let seen { group.addTask { await commits.wait(after: seen) } }
+            if let end { group.addTask { await end.ends.wait(id, token: end.token) } }
+            await group.next()
+            group.cancelAll()
         }
     }
 

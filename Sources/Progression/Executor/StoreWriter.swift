@@ -128,6 +128,9 @@ actor StoreWriter {
             if !children.isEmpty { engine.leaseLost(children) }
             engine.perform(committed.effects)
             for waiter in committed.waiters { waiter.resume() }
+            if let ends = engine.capabilities.beacons?.ends, ends.isWatched {
+                ends.post(Self.endedRoots(taken.batch, rejected: result.rejectedTaskIDs))
+            }
             if taken.batch.changesJobTrees { engine.treeSignal.signal() }
             engine.noteStorageRecovered()
             engine.publisherSignal.signal()
@@ -156,6 +159,19 @@ actor StoreWriter {
             engine.publisherSignal.signal()
             return nil
         }
+    }
+
+    /// The roots whose end (a finished status) a committed batch wrote.
+    static func endedRoots(_ batch: TaskBatch, rejected: [String]) -> [String] {
+        var ended: [String] = []
+        for update in batch.updates
+        where update.columns.contains(.status) && update.record.isRoot && update.record.status.isFinished {
+            ended.append(update.record.id)
+        }
+        for insert in batch.inserts where insert.isRoot && insert.status.isFinished { ended.append(insert.id) }
+        guard !rejected.isEmpty, !ended.isEmpty else { return ended }
+        let refused = Set(rejected)
+        return ended.filter { !refused.contains($0) }
     }
 
     /// Sleeps `duration` on a dispatch timer (as the batching window does: task code keeping every thread of Swift's

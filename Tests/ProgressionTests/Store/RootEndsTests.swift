@@ -1,0 +1,93 @@
+import Foundation
+@testable import Progression
+import ProgressionTestSupport
+import Testing
+
+/// The ends of roots told by id (``RootEnds``): what a ``JobClient`` waiting for a job learns from an executor of its
+/// process, so that it reads the job at once rather than after the spacing it keeps between reads that any commit
+/// causes (issue 38: the latency of one job).
+struct RootEndsTests {
+    @Test func anEndToldBeforeTheWaitIsKeptUntilTakenAndOnlyForItsRoot() async throws {
+        let ends = RootEnds()
+        #expect(!ends.isWatched)
+        // Nobody watches: nothing is kept.
+        ends.post(["a"])
+        let token = ends.watch("a")
+        let other = ends.watch("b")
+        #expect(ends.isWatched)
+        #expect(!ends.takeEnd("a", token: token))
+        ends.post(["a", "c"])
+        // Told before the wait: the wait returns at once, and the end is taken once.
+        try await within(.seconds(30), "a wait for an end told before it") { await ends.wait("a", token: token) }
+        #expect(ends.takeEnd("a", token: token))
+        #expect(!ends.takeEnd("a", token: token))
+        #expect(!ends.takeEnd("b", token: other))
+        ends.unwatch("a", token: token)
+        ends.unwatch("b", token: other)
+        #expect(!ends.isWatched)
+    }
+
+    @Test func anEndWakesEveryWatcherOfItsRootAndAnUnwatchOrACancelEndsAWait() async throws {
+        let ends = RootEnds()
+        let first = ends.watch("a")
+        let second = ends.watch("a")
+        let waiters = [first, second].map { token in Task { await ends.wait("a", token: token) } }
+        // Posted until both have returned (a post before a waiter parked is kept for it, so the first one suffices;
+        // the loop only avoids guessing when the tasks park).
+        let poster = Task {
+            while !Task.isCancelled {
+                ends.post(["a"])
+                try? await Task.sleep(for: .milliseconds(20))
+            }
+        }
+        for waiter in waiters { try await within(.seconds(60), "a watcher of the ended root") { await waiter.value } }
+        poster.cancel()
+        #expect(ends.takeEnd("a", token: first))
+        #expect(ends.takeEnd("a", token: second))
+        // A wait that no end comes to: its unwatch ends it, and so does its task's cancellation.
+        let unwatched = Task { await ends.wait("a", token: first) }
+        ends.unwatch("a", token: first)
+        try await within(.seconds(30), "the wait of a watch that ended") { await unwatched.value }
+        let cancelled = Task { await ends.wait("a", token: second) }
+        cancelled.cancel()
+        try await within(.seconds(30), "the cancelled wait") { await cancelled.value }
+        ends.unwatch("a", token: second)
+        #expect(!ends.isWatched)
+    }
+
+    struct Row: Sendable, CustomTestStringConvertible {
+        var testDescription: String
+        var update: TaskUpdate?
+        var insert: TaskRecord?
+        var rejected: [String] = []
+        var told: [String]
+    }
+
+    static let t0 = Date(timeIntervalSince1970: 1_800_000_000)
+    static func root(_ status: TaskStatus) -> TaskRecord { TaskRecord(id: "r", name: "r", status: status, createdAt: t0) }
+    static let subtask = TaskRecord(id: "r.s", parentID: "r", rootID: "r", name: "s", status: .completed, createdAt: t0)
+
+    /// Which of a committed batch's rows the writer tells as ended.
+    static let rows: [Row] = [
+        Row(testDescription: "a root's completion", update: TaskUpdate(root(.completed), columns: .status), told: ["r"]),
+        Row(testDescription: "a root's failure", update: TaskUpdate(root(.failed), columns: [.status, .error]), told: ["r"]),
+        Row(testDescription: "a root's cancellation", update: TaskUpdate(root(.cancelled), columns: .status), told: ["r"]),
+        Row(testDescription: "a root's start", update: TaskUpdate(root(.running), columns: .status), told: []),
+        Row(testDescription: "a retry's wait", update: TaskUpdate(root(.pending), columns: .status), told: []),
+        Row(
+            testDescription: "a finished root's progress (its status not written)",
+            update: TaskUpdate(root(.completed), columns: .progress), told: []),
+        Row(testDescription: "a subtask's end", update: TaskUpdate(subtask, columns: .status), told: []),
+        Row(
+            testDescription: "a root's end the store refused",
+            update: TaskUpdate(root(.completed), columns: .status), rejected: ["r"], told: []),
+        Row(testDescription: "a root inserted finished", insert: root(.cancelled), told: ["r"]),
+        Row(testDescription: "a root inserted pending", insert: root(.pending), told: []),
+    ]
+
+    @Test(arguments: rows)
+    func theWriterTellsTheEndsOfRootsItCommitted(row: Row) {
+        let batch = TaskBatch(inserts: row.insert.map { [$0] } ?? [], updates: row.update.map { [$0] } ?? [])
+        #expect(StoreWriter.endedRoots(batch, rejected: row.rejected) == row.told)
+    }
+}
