@@ -183,7 +183,8 @@ struct ExecutorFaultTests {
 
     /// Defect 2: a recovery pass claimed a page of roots and stopped at the first one that failed to load, leaving
     /// the rest held by a live owner that did not run them. Now each claimed root is loaded on its own, and one that
-    /// fails is tried again.
+    /// fails is tried again. Each job has a finished step, so that its tree is read after the claim (a claim returns the
+    /// tree of a root without subtasks itself).
     @Test func aClaimedRootThatFailsToLoadStrandsNoOther() async throws {
         let directory = try TemporaryDirectory()
         let path = directory.file("tasks.sqlite")
@@ -197,7 +198,12 @@ struct ExecutorFaultTests {
                 TaskRecord(
                     id: $0, name: "job", kind: "noop", input: Data("{}".utf8), status: .running, ownerID: "ghost",
                     createdAt: now, startedAt: now)
-            }, events: [])
+            }
+                + ids.map {
+                    TaskRecord(
+                        id: "\($0).step", parentID: $0, rootID: $0, name: "step", status: .completed, createdAt: now,
+                        startedAt: now, finishedAt: now)
+                }, events: [])
         let faulty = FaultInjectingStore(wrapping: store)
         faulty.plan.failTree(of: "job3", times: 2)
         let executor = try TaskExecutor(store: faulty, configuration: Self.configuration())
