@@ -536,7 +536,8 @@ extension PostgresTaskStore {
         @Sendable func close() {
             if let connection { Self.close(connection) }
         }
-        let work = Task {
+        // The call runs on its connection's event loop, where postgres-nio answers it (``EventLoopTaskExecutor``).
+        let work = Task(executorPreference: connection.map { EventLoopTaskExecutor($0.eventLoop) }) {
             do {
                 outcome.finish(.success(try await body()))
             } catch {
