@@ -468,41 +468,58 @@ extension PostgresTaskStore {
                 let returnedCount = claim.readsTrees ? Self.columnCount + 1 : 1
                 // No limited kind has room to count (the usual case): the plan's choice is the first `limit` roots in
                 // the claim's order, so one statement reads them, takes them and says the transaction's id (a claim is
-                // then BEGIN, two statements and COMMIT). The ids are taken by `= ANY` of the chosen ids, so that the
+                // then BEGIN, two statements and COMMIT, and one more for an executor's trees). The ids are taken by `= ANY` of the chosen ids, so that the
                 // UPDATE looks each up in the primary key (an UPDATE … FROM the chunk would hash the whole table).
                 if plan.room.values.allSatisfy({ $0 == 0 }) {
                     parameters.append(newOwner)
                     let ownerParameter = parameters.count
+                    // The rows come back as taken (the UPDATE's row is the latest version, locked), but whether each
+                    // has subtasks is not asked here: a subquery sees the statement's snapshot, taken before the locks,
+                    // and would miss subtasks that a transaction holding a root's lock wrote and committed meanwhile.
+                    let n = claim.readsTrees ? Self.columnCount : 1
                     let taken = try await rows(
                         """
                         WITH \(branches.joined(separator: ",\n")),
                         chosen AS MATERIALIZED (\(candidates) LIMIT $1),
                         taken AS (
                           UPDATE \(names.tasks) AS root SET owner_id = $\(ownerParameter)
-                          WHERE id = ANY(ARRAY(SELECT id FROM chosen)) RETURNING \(returning))
+                          WHERE id = ANY(ARRAY(SELECT id FROM chosen)) RETURNING \(claim.readsTrees ? Self.columns : "id"))
                         SELECT taken.*, chosen.status, chosen.kind, chosen.priority, chosen.created_at,
                           chosen.next_attempt_at, chosen.owner_id, (SELECT count(*) FROM chosen), txid_current()
                         FROM taken JOIN chosen ON chosen.id = taken.id
                         """, parameters, connection: connection
-                    ) { row -> (ClaimedRoot, chosen: Int, xid: Int64) in
+                    ) { row -> (root: ClaimedRoot, record: TaskRecord?, chosen: Int, xid: Int64) in
                         let cells = row.makeRandomAccess()
-                        let n = returnedCount
-                        let id = try cells[0].decode(String.self)
-                        var root = try claimedRoot(
-                            id: id, status: cells[n].decode(String.self), kind: cells[n + 1].decode(String?.self),
-                            priority: cells[n + 2].decode(Int.self), createdAt: cells[n + 3].decode(Int64.self),
-                            nextAttemptAt: cells[n + 4].decode(Int64?.self), previousOwner: cells[n + 5].decode(String?.self))
-                        if claim.readsTrees, try !cells[Self.columnCount].decode(Bool.self) {
-                            root.tree = [try record(from: row)]
-                        }
-                        return (root, try cells[n + 6].decode(Int.self), try cells[n + 7].decode(Int64.self))
+                        let root = try claimedRoot(
+                            id: cells[0].decode(String.self), status: cells[n].decode(String.self),
+                            kind: cells[n + 1].decode(String?.self), priority: cells[n + 2].decode(Int.self),
+                            createdAt: cells[n + 3].decode(Int64.self), nextAttemptAt: cells[n + 4].decode(Int64?.self),
+                            previousOwner: cells[n + 5].decode(String?.self))
+                        return (
+                            root, claim.readsTrees ? try record(from: row) : nil, try cells[n + 6].decode(Int.self),
+                            try cells[n + 7].decode(Int64.self)
+                        )
                     }
                     guard let first = taken.first else { return ([], nil) }
                     guard taken.count == first.chosen else {
                         throw TaskStoreError(
                             .other, path: location, message: "a claim read \(first.chosen) roots but took \(taken.count)")
                     }
-                    return (taken.map(\.0).sorted(by: ClaimPlan.precedes), first.xid)
+                    var roots = taken.map(\.root)
+                    if claim.readsTrees {
+                        // A statement of its own, so a snapshot taken after the locks: the roots that have subtasks.
+                        let withSubtasks = Set(
+                            try await rows(
+                                """
+                                SELECT DISTINCT root_id FROM \(names.tasks)
+                                WHERE root_id = ANY($1::text[]) AND parent_id IS NOT NULL
+                                """, bindings(roots.map(\.id)), connection: connection
+                            ) { try $0.decode(String.self) })
+                        for index in roots.indices where !withSubtasks.contains(roots[index].id) {
+                            roots[index].tree = taken[index].record.map { [$0] }
+                        }
+                    }
+                    return (roots.sorted(by: ClaimPlan.precedes), first.xid)
                 }
                 let read = try await rows("WITH \(branches.joined(separator: ",\n"))\n" + candidates, parameters, connection: connection) {
                     row -> ClaimedRoot in
