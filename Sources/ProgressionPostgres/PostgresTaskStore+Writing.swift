@@ -461,15 +461,12 @@ extension PostgresTaskStore {
                 // For an executor, each root comes back whole, with whether it has subtasks: the tree of one that has
                 // none (a job that never ran) is the root alone, and the executor need not read it again (a read is a
                 // round trip). For another claimer, only the ids come back.
-                let returning =
-                    claim.readsTrees
-                    ? "\(Self.columns), EXISTS (SELECT 1 FROM \(names.tasks) WHERE root_id = root.id AND parent_id IS NOT NULL)"
-                    : "id"
-                let returnedCount = claim.readsTrees ? Self.columnCount + 1 : 1
+                //
                 // No limited kind has room to count (the usual case): the plan's choice is the first `limit` roots in
                 // the claim's order, so one statement reads them, takes them and says the transaction's id (a claim is
-                // then BEGIN, two statements and COMMIT, and one more for an executor's trees). The ids are taken by `= ANY` of the chosen ids, so that the
-                // UPDATE looks each up in the primary key (an UPDATE … FROM the chunk would hash the whole table).
+                // then BEGIN, two statements and COMMIT, and one more for an executor's trees). The ids are taken by
+                // `= ANY` of the chosen ids, so that the UPDATE looks each up in the primary key (an UPDATE … FROM the
+                // chunk would hash the whole table).
                 if plan.room.values.allSatisfy({ $0 == 0 }) {
                     parameters.append(newOwner)
                     let ownerParameter = parameters.count
@@ -521,8 +518,9 @@ extension PostgresTaskStore {
                     }
                     return (roots.sorted(by: ClaimPlan.precedes), first.xid)
                 }
-                let read = try await rows("WITH \(branches.joined(separator: ",\n"))\n" + candidates, parameters, connection: connection) {
-                    row -> ClaimedRoot in
+                let read = try await rows(
+                    "WITH \(branches.joined(separator: ",\n"))\n" + candidates, parameters, connection: connection
+                ) { row -> ClaimedRoot in
                     let (id, statusText, kind, priority, createdAt, nextAttemptAt, previousOwner) = try row.decode(
                         (String, String, String?, Int, Int64, Int64?, String?).self)
                     return try claimedRoot(
@@ -531,6 +529,12 @@ extension PostgresTaskStore {
                 }
                 let chunk = plan.choose(read)
                 guard !chunk.isEmpty else { return ([], nil) }
+                // The UPDATE is a statement of its own, after the read's locks: its EXISTS sees their holders' commits.
+                let returning =
+                    claim.readsTrees
+                    ? "\(Self.columns), EXISTS (SELECT 1 FROM \(names.tasks) WHERE root_id = root.id AND parent_id IS NOT NULL)"
+                    : "id"
+                let returnedCount = claim.readsTrees ? Self.columnCount + 1 : 1
                 // Taken by one statement over the ids. Subtasks are fenced through their root's owner, so they need no
                 // change.
                 let taken = try await rows(
