@@ -173,9 +173,18 @@ public struct JobClient: Sendable {
         while true {
             try Task.checkCancellation()
             let seen = commits?.generation
-            let counter = try await backend.changeCounter()
-            let now = clock.now()
-            if first || posted || ended || counter != lastCounter || now - lastRead >= .seconds(1) {
+            var now = clock.now()
+            // The change counter is read only to decide whether to read the job: with another reason to read it, it
+            // is not asked (a store call, a hand-off to its connection and back), and the next check reads the job
+            // again whatever the counter says (`lastCounter` nil), so that no change is missed.
+            var reads = first || posted || ended || now - lastRead >= .seconds(1)
+            var counter: Int64?
+            if !reads {
+                counter = try await backend.changeCounter()
+                now = clock.now()
+                reads = counter != lastCounter
+            }
+            if reads {
                 first = false
                 posted = false
                 ended = false
@@ -188,9 +197,14 @@ public struct JobClient: Sendable {
             var wait = configuration.pollInterval
             if let deadline { wait = min(wait, deadline - now) }
             if let commits, let seen {
-                await Self.wake(after: seen, of: commits, orEndOf: id, end, timeout: wait, clock: clock)
-                posted = commits.generation != seen
+                // An end told or a commit made during the read needs no wait (a task group, its tasks and their
+                // cancellation) before the next read.
                 ended = end.map { $0.ends.takeEnd(id, token: $0.token) } ?? false
+                if !ended, commits.generation == seen {
+                    await Self.wake(after: seen, of: commits, orEndOf: id, end, timeout: wait, clock: clock)
+                    ended = end.map { $0.ends.takeEnd(id, token: $0.token) } ?? false
+                }
+                posted = commits.generation != seen
                 // Commits of a busy process come thousands a second: a waiter reads its job for them at most once
                 // every 250 µs, unless its job's end is told meanwhile.
                 let sinceRead = clock.now() - lastRead
