@@ -24,9 +24,9 @@ actor StoreWriter {
 
     init(engine: ExecutionEngine) {
         self.engine = engine
-        if let shared = engine.store.writerExecutor {
+        if let shared = engine.store.queueExecutor {
             queue = nil
-            executor = shared
+            executor = shared.asUnownedSerialExecutor()
         } else {
             let queue = DispatchSerialExecutor(label: "progression.writer")
             self.queue = queue

@@ -1,9 +1,10 @@
 import Foundation
+import ProgressionSQLite
 
 /// What a store must do for an executor to run jobs on one host: read a task, its tree and a job by its idempotency
 /// key; write through ``TaskWriting`` (ids, inserts, the writer's batches, lifecycle changes, claims, hand-offs); and
 /// keep the owners' heartbeats (``OwnerRegistry``), by which a restarted executor finds the jobs of the one before
-/// it. Eleven requirements (and ``TaskWriting/writerExecutor``, which has a default); with them an executor runs
+/// it. Eleven requirements (and ``TaskWriting/queueExecutor``, which has a default); with them an executor runs
 /// closures, subtasks and jobs with checkpoints, durable steps, retries, timeouts, delays and priorities, pauses and
 /// cancels them, and resumes a dead owner's jobs.
 ///
@@ -48,9 +49,10 @@ package protocol TaskStoreBackend: TaskStore, TaskStoreCore, ControlRequestQueue
 
 /// What the executor writes: new tasks, its batches, lifecycle changes, claims.
 package protocol TaskWriting: Sendable {
-    /// The serial executor the executor's writer should run on (`nil`: one of its own). A store whose calls run on a
-    /// serial executor names it, so that the writer's calls into the store run without a thread switch.
-    nonisolated var writerExecutor: UnownedSerialExecutor? { get }
+    /// The serial queue the store's calls run on, when they run on one (`nil` otherwise). The executor's writer runs on
+    /// it, and the loops that call the store in turn (the executor's claims, a `JobClient`'s wait) prefer it as their
+    /// task executor: a call into the store then switches no thread, nor does its return.
+    nonisolated var queueExecutor: DispatchSerialExecutor? { get }
 
     /// Reserves `count` consecutive values of the store's root-id sequence (see ``TaskIdentifier``).
     func reserveIdentifiers(_ count: Int) async throws -> Range<Int64>
@@ -139,7 +141,7 @@ package protocol StoreHousekeeping: Sendable {
 }
 
 extension TaskWriting {
-    package nonisolated var writerExecutor: UnownedSerialExecutor? { nil }
+    package nonisolated var queueExecutor: DispatchSerialExecutor? { nil }
 }
 
 extension StoreHousekeeping {
