@@ -159,9 +159,62 @@ extension PostgresTaskStore {
             // A tree read in that claim may be long out of date by now (while this executor could not write, its
             // heartbeat went stale: another worker or an operator may have changed the root since): the executor
             // reads each again.
-            if status == .committed { claimed += entry.roots.map { root in var root = root; root.tree = nil; return root } }
+            // A start written with it is read as the root's status (running: an interrupted run).
+            if status == .committed {
+                claimed += entry.roots.map { root in
+                    var root = root
+                    root.tree = nil
+                    root.started = false
+                    return root
+                }
+            }
         }
         return claimed
+    }
+
+    /// Starts, in the claim's open transaction, the roots of `roots` that its ``ClaimStarts`` start: those taken from
+    /// no owner whose tree (read in the claim) is the root alone. Their trees become the started roots.
+    private func startClaimed(
+        _ roots: inout [ClaimedRoot], claim: RootClaim, connection: PostgresConnection
+    ) async throws {
+        guard let starts = claim.starts else { return }
+        var batch = TaskBatch(owner: claim.newOwner)
+        var started: [Int: TaskRecord] = [:]
+        for index in roots.indices where roots[index].previousOwner == nil {
+            guard let tree = roots[index].tree, tree.count == 1,
+                let start = starts.start(tree[0], owner: claim.newOwner, hasSubtasks: false)
+            else { continue }
+            batch.updates += start.batch.updates
+            batch.events += start.batch.events
+            started[index] = start.record
+        }
+        guard !started.isEmpty else { return }
+        // One statement: the rows (every column any start changes, each row's own values; the claim holds them in
+        // this transaction, so no fence is read), their events, and the notification that listeners (a producer
+        // waiting for its job, progressctl watch) hear of them by, as of a writer's batch.
+        let columns = batch.updates.reduce(TaskColumns()) { $0.union($1.columns) }
+        let updates = batch.updates.map { TaskUpdate($0.record, columns: columns) }
+        var parameters = try updateArrays(updates, columns: columns)
+        let first = parameters.count + 1
+        Self.appendEventArrays(batch.events, to: &parameters)
+        let count = try await rows(
+            """
+            WITH started AS (\(updateSQL(columns))),
+            logged AS (\(Self.insertEventsSQL(into: names.events, from: first)))
+            SELECT count(*) FROM started, pg_notify('\(names.channel)', '')
+            """, parameters, connection: connection
+        ) { try $0.decode(Int.self) }.first
+        guard count == updates.count else {
+            throw TaskStoreError(.other, path: location, message: "the starts of claimed tasks were not written")
+        }
+        // A child job's start is its parent's to mirror.
+        if batch.changesJobTrees {
+            try await queueTreeChanges(of: batch, written: { _ in true }, at: starts.now, connection: connection)
+        }
+        for (index, record) in started {
+            roots[index].tree = [record]
+            roots[index].started = true
+        }
     }
 
     /// Writes a batch in the open transaction. With an owner, the trees of roots that another owner holds (or that
@@ -515,6 +568,7 @@ extension PostgresTaskStore {
                         for index in roots.indices where !withSubtasks.contains(roots[index].id) {
                             roots[index].tree = taken[index].record.map { [$0] }
                         }
+                        try await startClaimed(&roots, claim: claim, connection: connection)
                     }
                     return (roots.sorted(by: ClaimPlan.precedes), first.xid)
                 }
@@ -552,11 +606,12 @@ extension PostgresTaskStore {
                 }
                 var whole: [String: TaskRecord] = [:]
                 for case let (record?, _) in taken { whole[record.id] = record }
-                let roots = chunk.map { root in
+                var roots = chunk.map { root in
                     var root = root
                     root.tree = whole[root.id].map { [$0] }
                     return root
                 }
+                try await startClaimed(&roots, claim: claim, connection: connection)
                 return (roots, taken.first?.xid)
             })
         return (earlier + claimed).sorted(by: ClaimPlan.precedes)

@@ -38,11 +38,20 @@ extension ExecutionEngine {
             return (0, false)
         }
         let claimed: [ClaimedRoot]
+        let now = now()
+        // The jobs it takes from no owner start in its transaction, each with a slot taken meanwhile: a root loaded
+        // started turns its slot into its own (``GraphState/loadClaimed(_:tree:body:kindOptions:now:monotonicNow:maxInterruptions:clock:)``),
+        // and what was taken for none is given back below.
+        let starts = ClaimStarts(kinds: kinds, versions: registry.versions, now: now) { [self] id, kind in
+            locked { $0.takeClaimStartSlot(for: id, kind: kind) }
+        }
+        var startsLoaded = 0
+        defer { giveBackClaimStarts(starts.slotsTaken - startsLoaded) }
         do {
             claimed = try await store.claimRoots(
                 RootClaim(
-                    fromOwners: [nil] + dead.keys.sorted(), kinds: kinds, newOwner: ownerID, limit: room, now: now(),
-                    judgedHeartbeats: dead, readsTrees: true, versions: registry.versions))
+                    fromOwners: [nil] + dead.keys.sorted(), kinds: kinds, newOwner: ownerID, limit: room, now: now,
+                    judgedHeartbeats: dead, readsTrees: true, versions: registry.versions, starts: starts))
         } catch {
             Self.noteStorageFailure(error, outage: storageOutage, logger: logger, what: "claiming tasks")
             return (0, false)
@@ -55,8 +64,26 @@ extension ExecutionEngine {
                 "claimed tasks of stopped owners",
                 metadata: ["count": "\(recovered.count)", "owners": "\(Set(recovered).sorted())"])
         }
-        for root in kept { await load(root) }
+        for root in kept {
+            await load(root)
+            if root.started { startsLoaded += 1 }
+        }
+        // A child job's start is its parent's to mirror (the claim queued that work, as a writer's batch does).
+        if kept.contains(where: { $0.started && $0.tree?.first?.parentJobID != nil }) { treeSignal.signal() }
         return (kept.count, claimed.count == room)
+    }
+
+    /// Gives back `count` slots that a claim took for starts it did not make (its transaction failed), and starts what
+    /// waits for them.
+    private func giveBackClaimStarts(_ count: Int) {
+        guard count > 0 else { return }
+        let now = now()
+        let monotonicNow = clock.now()
+        carry(
+            locked { state in
+                state.runQueue.giveBackClaimStarts(count)
+                return state.dispatch(now: now, monotonicNow: monotonicNow)
+            })
     }
 
     /// The claimed roots this worker has a slot for now; the others — pending jobs taken from no owner, beyond the
@@ -64,16 +91,24 @@ extension ExecutionEngine {
     /// back in the store at once (compare-and-set: still this worker's and pending), so that a worker holds only what
     /// it can run. Nothing of them was loaded or written here. Roots of dead owners are always kept (recovery).
     private func giveBackWhatHasNoSlot(_ claimed: [ClaimedRoot]) async -> [ClaimedRoot] {
-        let free = locked { max(0, $0.runQueue.maxConcurrent - $0.runQueue.running) }
-        guard claimed.count > free else { return claimed }
+        // The roots the claim started hold slots of their own (taken in its transaction): the others share what is left.
+        let free = locked { max(0, $0.runQueue.maxConcurrent - $0.runQueue.running - $0.runQueue.claimStarts) }
+        let notStarted = claimed.filter { !$0.started }
+        guard notStarted.count > free else { return claimed }
         var kept: [ClaimedRoot] = []
+        var keptNotStarted = 0
         for root in claimed {
-            if kept.count >= free, root.previousOwner == nil, root.status == .pending,
+            if root.started {
+                kept.append(root)
+                continue
+            }
+            if keptNotStarted >= free, root.previousOwner == nil, root.status == .pending,
                 (try? await store.transferTree(of: root.id, ifStatusIn: [.pending], from: ownerID, to: nil)) == true
             {
                 continue
             }
             kept.append(root)
+            keptNotStarted += 1
         }
         return kept
     }

@@ -80,6 +80,8 @@ extension ExecutionEngine {
     func runRoot(_ handle: NodeHandle) async {
         let start = locked { state -> (sequence: Int64, body: RootBody)? in
             guard let node = state.nodes[handle], let body = node.body else { return nil }
+            // A start its claim committed waits for nothing.
+            if node.startedByClaim, node.staged == nil { return (state.committedSequence, body) }
             return (node.staged?.sequence ?? state.changeSequence, body)
         }
         guard let start else {

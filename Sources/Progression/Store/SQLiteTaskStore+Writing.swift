@@ -257,12 +257,26 @@ extension SQLiteTaskStore {
             }
             // For an executor, a root without subtasks (a job that never ran) comes back whole: its tree is the root
             // alone, and the executor need not read it again (a second call to the store, 135 µs of a job's latency).
-            // A tree with subtasks is read after the claim, outside its write.
+            // A tree with subtasks is read after the claim, outside its write. A job taken from no owner that the
+            // claimer has a slot for is started in this transaction (``ClaimStarts``).
             if claim.readsTrees {
                 let select = "SELECT \(Self.columns) FROM tasks WHERE id = ?"
                 let subtasks = "SELECT EXISTS (SELECT 1 FROM tasks WHERE root_id = ? AND parent_id IS NOT NULL)"
                 for index in claimed.indices where try connection.scalarInt(subtasks, [.text(claimed[index].id)]) == 0 {
-                    claimed[index].tree = try connection.query(select, [.text(claimed[index].id)]) { try record(from: $0) }
+                    let tree = try connection.query(select, [.text(claimed[index].id)]) { try record(from: $0) }
+                    claimed[index].tree = tree
+                    if claimed[index].previousOwner == nil, let root = tree.first,
+                        let start = claim.starts?.start(root, owner: claim.newOwner, hasSubtasks: false)
+                    {
+                        let written = try apply(start.batch, connection: connection, at: claim.starts?.now ?? claim.now)
+                        // The claim holds the row in this write: nothing else can have changed it.
+                        guard written.rejectedTaskIDs.isEmpty, written.conflictingTaskIDs.isEmpty else {
+                            throw TaskStoreError(
+                                .corrupt, path: path, message: "the start of claimed task '\(root.id)' was not written")
+                        }
+                        claimed[index].tree = [start.record]
+                        claimed[index].started = true
+                    }
                 }
             }
             return claimed

@@ -1,5 +1,6 @@
 import Foundation
 import ProgressionSQLite
+import Synchronization
 
 /// What a store must do for an executor to run jobs on one host: read a task, its tree and a job by its idempotency
 /// key; write through ``TaskWriting`` (ids, inserts, the writer's batches, lifecycle changes, claims, hand-offs); and
@@ -479,12 +480,17 @@ package struct RootClaim: Sendable, Hashable {
     /// The claimer's versions of the kinds that declare one (``JobVersion``): a root whose version the claimer cannot
     /// continue is left when its kind says ``JobVersion/Otherwise/leave`` (taken otherwise: the claimer fails it).
     package var versions: [String: JobVersion]
+    /// The starts the claim may write in its transaction (an executor's claim), or `nil`. A store that reads claimed
+    /// trees (``readsTrees``) writes them; any other ignores them (the executor starts what it claimed itself).
+    package var starts: ClaimStarts?
 
     package init(
         fromOwners: [String?], kinds: Set<String>?, newOwner: String, limit: Int, now: Date = .distantFuture,
-        judgedHeartbeats: [String: Date] = [:], readsTrees: Bool = false, versions: [String: JobVersion] = [:]
+        judgedHeartbeats: [String: Date] = [:], readsTrees: Bool = false, versions: [String: JobVersion] = [:],
+        starts: ClaimStarts? = nil
     ) {
         self.versions = versions
+        self.starts = starts
         self.fromOwners = fromOwners
         self.kinds = kinds
         self.newOwner = newOwner
@@ -524,6 +530,64 @@ package struct RootClaim: Sendable, Hashable {
     }
 }
 
+/// The starts an executor's claim writes in its own transaction, so that a job it takes runs without a commit of its
+/// start first (a commit, and a wake of the writer, less per job).
+///
+/// A root is started by the claim when the claim took it from no owner, it has no subtasks, it is pending and due (not
+/// a retry, nor waiting for children, jobs or a signal), it is of a kind the claimer runs, with its kind's options, and
+/// a version the claimer can continue, and the claimer has a slot for it. Its start is the one the executor would write (``TaskLifecycle`` `.start`, the version
+/// its kind's code begins under, the `started` event), written with the claim, so that it is committed before the
+/// job's code runs or anyone is shown it running, as every start is.
+package final class ClaimStarts: Sendable, Hashable {
+    /// The kinds the claimer runs.
+    package let kinds: Set<String>
+    /// The claimer's versions of the kinds that declare one.
+    package let versions: [String: JobVersion]
+    /// The time the starts are written at.
+    package let now: Date
+    /// Takes a slot of the claimer for the root with this id and kind; `false`: none is free, or the claimer holds
+    /// that root in memory already, or pauses its kind (it is not started by the claim).
+    private let slot: @Sendable (String, String) -> Bool
+    private let taken = Mutex(0)
+
+    package init(
+        kinds: Set<String>, versions: [String: JobVersion], now: Date,
+        takeSlot: @escaping @Sendable (String, String) -> Bool
+    ) {
+        self.kinds = kinds
+        self.versions = versions
+        self.now = now
+        slot = takeSlot
+    }
+
+    /// How many slots the claim took (one per root it started, unless its transaction failed after).
+    package var slotsTaken: Int { taken.withLock { $0 } }
+
+    /// The start of `root` for `owner`, when the claim starts it: the started record, and the batch that writes it.
+    /// `root` is the stored row after the claim took it from no owner; `hasSubtasks` says whether its tree has more.
+    /// A slot is taken for each start returned.
+    package func start(_ root: TaskRecord, owner: String, hasSubtasks: Bool) -> (record: TaskRecord, batch: TaskBatch)? {
+        // A retry's start begins a new attempt first, and a job that waits for its children, jobs or a signal is
+        // released by the tree keeper: both are left to the executor.
+        guard root.isRoot, !hasSubtasks, root.ownerID == owner, root.status == .pending, root.wait == nil,
+            root.waitReason != .retry, root.nextAttemptAt.map({ $0 <= now }) ?? true,
+            root.options.givenFields == nil, let kind = root.kind, kinds.contains(kind),
+            versions[kind]?.canContinue(root.version) ?? true
+        else { return nil }
+        var record = root
+        guard let event = try? TaskLifecycle.apply(.start, to: &record, now: now, by: .system) else { return nil }
+        if root.startedAt == nil, record.version == nil, let version = versions[kind] { record.version = version.name }
+        guard slot(root.id, kind) else { return nil }
+        taken.withLock { $0 += 1 }
+        let update = TaskUpdate(record, columns: TaskColumns.changed(from: root, to: record).union(.updatedAt))
+        return (record, TaskBatch(updates: [update], events: [event], owner: owner))
+    }
+
+    package static func == (lhs: ClaimStarts, rhs: ClaimStarts) -> Bool { lhs === rhs }
+
+    package func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
+}
+
 /// A claimed root, as it was before the claim: enough to queue it without loading its tree.
 package struct ClaimedRoot: Sendable, Hashable {
     package var id: String
@@ -536,6 +600,8 @@ package struct ClaimedRoot: Sendable, Hashable {
     /// The root's whole tree as the claim committed it, when the store read it in the claim (a root with no subtasks,
     /// on PostgreSQL, where each read is a round trip); `nil`: the executor reads it after the claim.
     package var tree: [TaskRecord]?
+    /// Whether the claim started it (``ClaimStarts``): ``tree`` is then the started root, committed.
+    package var started = false
 
     package init(
         id: String, status: TaskStatus, kind: String?, priority: Int, createdAt: Date, nextAttemptAt: Date?,

@@ -18,6 +18,10 @@ struct RunQueueTests {
         /// A claim pass reserves slots; one ends, giving back what it reserved.
         case reserveForClaim
         case endClaim(Int)
+        /// A claim takes a slot for a job it starts; the job, loaded, holds it; slots taken for none are given back.
+        case takeClaimStart
+        case holdClaimStart(Int)
+        case giveBackClaimStarts(Int)
 
         var description: String {
             switch self {
@@ -29,6 +33,9 @@ struct RunQueueTests {
             case .counts: "counts"
             case .reserveForClaim: "reserve for a claim"
             case .endClaim(let room): "end a claim of \(room)"
+            case .takeClaimStart: "take a slot for a claim's start"
+            case .holdClaimStart(let handle): "\(handle) holds its claim's slot"
+            case .giveBackClaimStarts(let count): "give back \(count) slots of claims' starts"
             }
         }
     }
@@ -97,6 +104,16 @@ struct RunQueueTests {
                 (.reserveForClaim, "1"),
             ]),
         Script(
+            name: "a slot a claim takes for a start is in use until its job holds it or it is given back",
+            maxConcurrent: 2,
+            steps: [
+                (.takeClaimStart, "true"), (.takeClaimStart, "true"), (.takeClaimStart, "false"),
+                (.enqueue(1), ""), (.next(), "nil"), (.take(2), "false"), (.counts, "running 0 queued 1 unclaimed 0"),
+                (.holdClaimStart(5), ""), (.counts, "running 1 queued 1 unclaimed 0"), (.next(), "nil"),
+                (.giveBackClaimStarts(1), ""), (.counts, "running 1 queued 1 unclaimed 0"), (.next(), "1"),
+                (.release(5), "true"), (.giveBackClaimStarts(1), ""), (.counts, "running 1 queued 0 unclaimed 1"),
+            ]),
+        Script(
             name: "a limit below one is one", maxConcurrent: 0,
             steps: [(.enqueue(1), ""), (.enqueue(2), ""), (.next(), "1"), (.next(), "nil")]),
     ]
@@ -118,6 +135,13 @@ struct RunQueueTests {
             case .reserveForClaim: got = String(queue.reserveForClaim())
             case .endClaim(let room):
                 queue.endClaim(reserved: room)
+                got = ""
+            case .takeClaimStart: got = String(queue.takeClaimStart())
+            case .holdClaimStart(let handle):
+                queue.holdClaimStart(handle)
+                got = ""
+            case .giveBackClaimStarts(let count):
+                queue.giveBackClaimStarts(count)
                 got = ""
             }
             #expect(got == expected, "step \(index): \(step)")

@@ -83,6 +83,20 @@ extension GraphState {
         monotonicNow: Duration, maxInterruptions: Int, clock: TaskClock
     ) -> Dispatch {
         var effects = GraphEffects()
+        if claimed.started {
+            if node(id: claimed.id) == nil, let record = tree.first, tree.count == 1 {
+                var result = loadStartedByClaim(record, body: body, now: now)
+                let more = dispatch(now: now, monotonicNow: monotonicNow)
+                result.launches += more.launches
+                result.effects += more.effects
+                result.wakes += more.wakes
+                result.wantsClaims = more.wantsClaims
+                return result
+            }
+            // Memory took the root meanwhile (``takeClaimStartSlot(for:kind:)`` refuses one it holds): its slot goes
+            // back, and it is handled as any claimed root.
+            runQueue.giveBackClaimStarts(1)
+        }
         if let known = node(id: claimed.id) {
             if known.phase == .idle, known.record.status.isFinished, !tree.isEmpty {
                 effects = setIdle(known)
@@ -104,6 +118,35 @@ extension GraphState {
         var result = dispatch(now: now, monotonicNow: monotonicNow)
         result.effects += effects
         return result
+    }
+
+    /// Takes a slot for a job that a claim of this executor starts in its transaction (``ClaimStarts``): one that is
+    /// free, for a root memory does not hold, of a kind not paused here, while the executor runs.
+    mutating func takeClaimStartSlot(for id: String, kind: String) -> Bool {
+        guard !isShutDown, schedulerEnabled, node(id: id) == nil, !pausedKinds.contains(kind) else { return false }
+        return runQueue.takeClaimStart()
+    }
+
+    /// A job whose claim started it (its start committed with the claim): it takes the slot the claim took for it and
+    /// is launched at once, with no start of its own to write. When the executor stops meanwhile, it is released (left
+    /// pending and unowned for the next worker, as a graceful stop leaves a job).
+    private mutating func loadStartedByClaim(_ record: TaskRecord, body: RootBody?, now: Date) -> Dispatch {
+        var dispatch = Dispatch()
+        let root = addRoot(record, stored: true)
+        root.body = body
+        root.progress.floor = record.progress
+        runQueue.holdClaimStart(root.handle)
+        guard !isShutDown, body != nil else {
+            runQueue.release(root.handle)
+            _ = try? transition(root, .release, by: .system, now: now, message: "executor shut down")
+            dispatch.effects += setIdle(root)
+            return dispatch
+        }
+        root.startedByClaim = true
+        root.phase = .running
+        unlaunched[root.handle] = .some(nil)
+        dispatch.launches.append(root.handle)
+        return dispatch
     }
 
     /// A claimed root whose tree could not be read (the store failed): loaded by a later pass. It is this worker's in

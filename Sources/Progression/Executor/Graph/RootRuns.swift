@@ -461,6 +461,7 @@ extension GraphState {
     mutating func startCommitted(_ handle: NodeHandle) -> TaskRecord? {
         guard let node = nodes[handle], !node.conflicted, !node.removed, node.stopReason != .leaseLost else { return nil }
         node.reclaimed = false
+        node.startedByClaim = false
         return node.record
     }
 

@@ -34,6 +34,9 @@ struct RunQueue {
     private var nextOrder: Int64 = 0
     /// Slots that claim passes under way have reserved for what they claim.
     private(set) var reservedForClaims = 0
+    /// Slots that claims took for the jobs they start in their own transaction (``ClaimStarts``), each until its job is
+    /// loaded and holds the slot itself. They are in use: no other root takes them.
+    private(set) var claimStarts = 0
 
     init(maxConcurrent: Int) {
         self.maxConcurrent = max(1, maxConcurrent)
@@ -41,9 +44,9 @@ struct RunQueue {
 
     /// Slots in use.
     var running: Int { slots.count }
-    var hasFreeSlot: Bool { slots.count < maxConcurrent }
+    var hasFreeSlot: Bool { slots.count + claimStarts < maxConcurrent }
     /// Slots that no root holds and no queued root will take: what a worker may claim from the store.
-    var unclaimedSlots: Int { max(0, maxConcurrent - slots.count - ready.count) }
+    var unclaimedSlots: Int { max(0, maxConcurrent - slots.count - claimStarts - ready.count) }
     var queued: Int { ready.count }
 
     mutating func enqueue(_ handle: NodeHandle, priority: Int, createdAt: Date, kind: String?) {
@@ -96,6 +99,25 @@ struct RunQueue {
     /// A claim pass ended: its reservation is given back (what it claimed is queued or holds slots by now).
     mutating func endClaim(reserved room: Int) {
         reservedForClaims = max(0, reservedForClaims - room)
+    }
+
+    /// Takes a free slot for a job a claim starts in its transaction. Returns whether one was free.
+    mutating func takeClaimStart() -> Bool {
+        guard hasFreeSlot else { return false }
+        claimStarts += 1
+        return true
+    }
+
+    /// A job a claim started is loaded: the slot taken for it is its own now.
+    mutating func holdClaimStart(_ handle: NodeHandle) {
+        claimStarts = max(0, claimStarts - 1)
+        slots.insert(handle)
+    }
+
+    /// Gives back `count` slots that claims took for starts that did not happen (their transaction failed) or whose
+    /// jobs are not run here after all.
+    mutating func giveBackClaimStarts(_ count: Int) {
+        claimStarts = max(0, claimStarts - count)
     }
 
     /// Every queued root, emptied (a shutdown).

@@ -146,6 +146,8 @@ final class TaskNode {
     var idleWaiters: [CheckedContinuation<Void, Never>] = []
     /// Its next start begins a new attempt (an automatic retry).
     var startsNewAttempt = false
+    /// A root whose start its claim committed (``ClaimStarts``): its code runs without waiting for a commit.
+    var startedByClaim = false
     /// Resumed while no slot was free: its code waits (as if paused) until the run queue gives it one.
     var waitsForSlot = false
     /// Claimed in the store by this executor while its previous run was still ending here (a wait released at once):
