@@ -390,8 +390,8 @@ extension ExecutionEngine {
             guard due || interval || changed else { continue }
             lastPass = clock.now()
             let pass = await claimOnce()
-            // The writer that the claimed roots' starts woke is queued behind this loop on the store's queue: it goes
-            // first, before this loop's next call into the store (which runs at once, there).
+            // The writer that the claimed roots woke (a start to write, or ends to come) is queued behind this loop on
+            // the store's queue: it goes first, before this loop's next call into the store (which runs at once there).
             if pass.claimed > 0 { await Task.yield() }
             if pass.full {
                 // It filled every free slot: more may wait; look again as soon as a slot frees.

@@ -26,10 +26,21 @@ extension ExecutionEngine {
         // the loop's) never claim the same slots.
         let room = locked { state in
             guard !state.isShutDown, state.schedulerEnabled else { return 0 }
-            return state.runQueue.reserveForClaim()
+            let room = state.runQueue.reserveForClaim()
+            if room > 0 { state.claimPassesUnderWay += 1 }
+            return room
         }
         guard room > 0 else { return (0, false) }
-        defer { locked { $0.runQueue.endClaim(reserved: room) } }
+        defer {
+            let waiters = locked { state -> [CheckedContinuation<Void, Never>] in
+                state.runQueue.endClaim(reserved: room)
+                state.claimPassesUnderWay -= 1
+                guard state.claimPassesUnderWay == 0 else { return [] }
+                defer { state.claimPassesWaiters.removeAll() }
+                return state.claimPassesWaiters
+            }
+            for waiter in waiters { waiter.resume() }
+        }
         let dead: [String: Date]
         do {
             dead = try await deadOwners()
@@ -42,11 +53,11 @@ extension ExecutionEngine {
         // The jobs it takes from no owner start in its transaction, each with a slot taken meanwhile: a root loaded
         // started turns its slot into its own (``GraphState/loadClaimed(_:tree:body:kindOptions:now:monotonicNow:maxInterruptions:clock:)``),
         // and what was taken for none is given back below.
-        let starts = ClaimStarts(kinds: kinds, versions: registry.versions, now: now) { [self] id, kind in
+        let starts = ClaimStarts(kinds: kinds, versions: registry.versions, clock: { [self] in self.now() }) { [self] id, kind in
             locked { $0.takeClaimStartSlot(for: id, kind: kind) }
         }
         var startsLoaded = 0
-        defer { giveBackClaimStarts(starts.slotsTaken - startsLoaded) }
+        defer { giveBackClaimStarts(starts.close() - startsLoaded) }
         do {
             claimed = try await store.claimRoots(
                 RootClaim(
@@ -68,9 +79,25 @@ extension ExecutionEngine {
             await load(root)
             if root.started { startsLoaded += 1 }
         }
-        // A child job's start is its parent's to mirror (the claim queued that work, as a writer's batch does).
-        if kept.contains(where: { $0.started && $0.tree?.first?.parentJobID != nil }) { treeSignal.signal() }
+        if startsLoaded > 0 {
+            // Shown running (no commit of the writer's tells the publisher), and a child job's start is its parent's
+            // to mirror (the claim queued that work, as a writer's batch does).
+            publisherSignal.signal()
+            if kept.contains(where: { $0.started && $0.tree?.first?.parentJobID != nil }) { treeSignal.signal() }
+        }
         return (kept.count, claimed.count == room)
+    }
+
+    /// Returns once no claim pass is under way (at once when none is).
+    func claimPassesEnded() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let now = locked { state -> Bool in
+                guard state.claimPassesUnderWay > 0 else { return true }
+                state.claimPassesWaiters.append(continuation)
+                return false
+            }
+            if now { continuation.resume() }
+        }
     }
 
     /// Gives back `count` slots that a claim took for starts it did not make (its transaction failed), and starts what

@@ -156,11 +156,6 @@ public struct JobClient: Sendable {
     /// - Throws: ``ProgressionError/notFound(taskID:)`` (or once it was removed), ``JobWaitTimeoutError``,
     ///   `CancellationError`, a store error.
     public func wait(for id: String, timeout: Duration? = nil) async throws -> TaskRecord {
-        // On the store's queue when it has one: its reads switch no thread, nor do their returns.
-        try await withTaskExecutorPreference(backend.queueExecutor) { try await waitLoop(for: id, timeout: timeout) }
-    }
-
-    private func waitLoop(for id: String, timeout: Duration?) async throws -> TaskRecord {
         let deadline = timeout.map { clock.now() + $0 }
         // A commit of a store of the database in this process wakes the wait at once; others are polled. The end of
         // the job committed by an executor of this process is told by its id: it is read then without any spacing.

@@ -90,6 +90,9 @@ extension TaskExecutor {
         let engine = engine
         let began = engine.clock.now()
         await Self.wait(atMost: grace, clock: engine.clock) {
+            // A claim pass under way may start jobs in its transaction: once it has loaded them, they are released
+            // (pending, unowned) with what the stop flushes below.
+            await engine.claimPassesEnded()
             for task in begun.running { await task.value }
             for handle in begun.unlaunched { await engine.runTask(launching: handle)?.value }
         }

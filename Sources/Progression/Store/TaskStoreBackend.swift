@@ -51,8 +51,9 @@ package protocol TaskStoreBackend: TaskStore, TaskStoreCore, ControlRequestQueue
 /// What the executor writes: new tasks, its batches, lifecycle changes, claims.
 package protocol TaskWriting: Sendable {
     /// The serial queue the store's calls run on, when they run on one (`nil` otherwise). The executor's writer runs on
-    /// it, and the loops that call the store in turn (the executor's claims, a `JobClient`'s wait) prefer it as their
-    /// task executor: a call into the store then switches no thread, nor does its return.
+    /// it, and its claim loop prefers it as its task executor: a claim's call into the store then switches no thread,
+    /// nor does its return. (A caller's own code is never run there: a `JobClient`'s wait, which returns to it, does
+    /// not prefer it.)
     nonisolated var queueExecutor: DispatchSerialExecutor? { get }
 
     /// Reserves `count` consecutive values of the store's root-id sequence (see ``TaskIdentifier``).
@@ -543,25 +544,44 @@ package final class ClaimStarts: Sendable, Hashable {
     package let kinds: Set<String>
     /// The claimer's versions of the kinds that declare one.
     package let versions: [String: JobVersion]
-    /// The time the starts are written at.
-    package let now: Date
+    /// The time the starts are written at: read when the first is made (in the claim's transaction, after its reads
+    /// and locks, so that a slow claim does not date its starts back), the same for all of them.
+    package var now: Date {
+        taken.withLock { taken in
+            if let fixed = taken.now { return fixed }
+            let now = clock()
+            taken.now = now
+            return now
+        }
+    }
+    private let clock: @Sendable () -> Date
     /// Takes a slot of the claimer for the root with this id and kind; `false`: none is free, or the claimer holds
     /// that root in memory already, or pauses its kind (it is not started by the claim).
     private let slot: @Sendable (String, String) -> Bool
-    private let taken = Mutex(0)
+    /// Slots taken, and whether the claimer has stopped counting them (``close()``): a claim that went on after its
+    /// caller gave up (a call's deadline) takes no more.
+    private let taken = Mutex((count: 0, closed: false, now: Date?.none))
 
     package init(
-        kinds: Set<String>, versions: [String: JobVersion], now: Date,
+        kinds: Set<String>, versions: [String: JobVersion], clock: @escaping @Sendable () -> Date,
         takeSlot: @escaping @Sendable (String, String) -> Bool
     ) {
         self.kinds = kinds
         self.versions = versions
-        self.now = now
+        self.clock = clock
         slot = takeSlot
     }
 
     /// How many slots the claim took (one per root it started, unless its transaction failed after).
-    package var slotsTaken: Int { taken.withLock { $0 } }
+    package var slotsTaken: Int { taken.withLock { $0.count } }
+
+    /// Ends the claim's starts and returns how many slots they took: a start asked after this is not made.
+    package func close() -> Int {
+        taken.withLock { taken in
+            taken.closed = true
+            return taken.count
+        }
+    }
 
     /// The start of `root` for `owner`, when the claim starts it: the started record, and the batch that writes it.
     /// `root` is the stored row after the claim took it from no owner; `hasSubtasks` says whether its tree has more.
@@ -570,15 +590,20 @@ package final class ClaimStarts: Sendable, Hashable {
         // A retry's start begins a new attempt first, and a job that waits for its children, jobs or a signal is
         // released by the tree keeper: both are left to the executor.
         guard root.isRoot, !hasSubtasks, root.ownerID == owner, root.status == .pending, root.wait == nil,
-            root.waitReason != .retry, root.nextAttemptAt.map({ $0 <= now }) ?? true,
+            root.waitReason != .retry, root.nextAttemptAt.map({ $0 <= self.now }) ?? true,
             root.options.givenFields == nil, let kind = root.kind, kinds.contains(kind),
             versions[kind]?.canContinue(root.version) ?? true
         else { return nil }
         var record = root
+        let now = self.now
         guard let event = try? TaskLifecycle.apply(.start, to: &record, now: now, by: .system) else { return nil }
         if root.startedAt == nil, record.version == nil, let version = versions[kind] { record.version = version.name }
-        guard slot(root.id, kind) else { return nil }
-        taken.withLock { $0 += 1 }
+        let took = taken.withLock { taken in
+            guard !taken.closed, slot(root.id, kind) else { return false }
+            taken.count += 1
+            return true
+        }
+        guard took else { return nil }
         let update = TaskUpdate(record, columns: TaskColumns.changed(from: root, to: record).union(.updatedAt))
         return (record, TaskBatch(updates: [update], events: [event], owner: owner))
     }

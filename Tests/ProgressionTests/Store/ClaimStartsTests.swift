@@ -20,7 +20,7 @@ struct ClaimStartsTests {
         versions: [String: JobVersion] = [:]
     ) async throws -> (claimed: [ClaimedRoot], starts: ClaimStarts) {
         let free = Mutex(slots)
-        let starts = ClaimStarts(kinds: kinds, versions: versions, now: now) { _, _ in
+        let starts = ClaimStarts(kinds: kinds, versions: versions, clock: { now }) { _, _ in
             free.withLock { free in
                 guard free > 0 else { return false }
                 free -= 1

@@ -56,6 +56,10 @@ struct GraphState {
     var kindVersions: [String: String] = [:]
     /// Roots claimed whose trees could not be read yet (the store failed): loaded by the next claim pass.
     var unloadedClaims: [ClaimedRoot] = []
+    /// Claim passes under way, and who waits for none to be (a graceful stop: a pass may start jobs in its
+    /// transaction, which the stop releases once they are loaded).
+    var claimPassesUnderWay = 0
+    var claimPassesWaiters: [CheckedContinuation<Void, Never>] = []
     /// Roots given a slot whose run task is not made yet (between a dispatch and ``ExecutionEngine/launch(_:)``), and
     /// who waits for that task (a graceful stop that found such a root).
     var unlaunched: [NodeHandle: CheckedContinuation<Task<Void, Never>?, Never>?] = [:]
