@@ -363,12 +363,6 @@ extension ExecutionEngine {
     /// committed, a waiting job's time came, or a recovery interval passed (owners may have died) — and at the time
     /// the earliest waiting job is due.
     func runClaims() async {
-        // On the store's queue when it has one: a claim's call and its return switch no thread, and the writer that
-        // the claim wakes runs there next, without a thread being woken for it.
-        await withTaskExecutorPreference(store.queueExecutor) { await claimLoop() }
-    }
-
-    private func claimLoop() async {
         var nextWake: Date?
         var lastPass = clock.now()
         while !Task.isCancelled {
@@ -389,11 +383,7 @@ extension ExecutionEngine {
             let changed = storeChanged.exchange(false, ordering: .relaxed)
             guard due || interval || changed else { continue }
             lastPass = clock.now()
-            let pass = await claimOnce()
-            // The writer that the claimed roots woke (a start to write, or ends to come) is queued behind this loop on
-            // the store's queue: it goes first, before this loop's next call into the store (which runs at once there).
-            if pass.claimed > 0 { await Task.yield() }
-            if pass.full {
+            if await claimOnce().full {
                 // It filled every free slot: more may wait; look again as soon as a slot frees.
                 storeChanged.store(true, ordering: .relaxed)
             } else {

@@ -24,9 +24,9 @@ actor StoreWriter {
 
     init(engine: ExecutionEngine) {
         self.engine = engine
-        if let shared = engine.store.queueExecutor {
+        if let shared = engine.store.writerExecutor {
             queue = nil
-            executor = shared.asUnownedSerialExecutor()
+            executor = shared
         } else {
             let queue = DispatchSerialExecutor(label: "progression.writer")
             self.queue = queue

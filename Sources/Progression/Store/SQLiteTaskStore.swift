@@ -65,9 +65,8 @@ public actor SQLiteTaskStore: TaskStoreBackend, BroadcastingChanges {
     /// The store's dispatch queue: its statements never block Swift's cooperative thread pool.
     public nonisolated var unownedExecutor: UnownedSerialExecutor { queue.asUnownedSerialExecutor() }
 
-    /// The executor's writer runs on the store's queue, and its claim loop prefers it: their calls into the store switch
-    /// no thread.
-    package nonisolated var queueExecutor: DispatchSerialExecutor? { queue }
+    /// The executor's writer runs on the store's queue: its calls into the store switch no thread.
+    package nonisolated var writerExecutor: UnownedSerialExecutor? { queue.asUnownedSerialExecutor() }
 
     /// Opens the database at `path`, creating and migrating it as needed.
     ///

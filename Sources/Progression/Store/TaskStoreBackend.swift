@@ -1,11 +1,10 @@
 import Foundation
-import ProgressionSQLite
 import Synchronization
 
 /// What a store must do for an executor to run jobs on one host: read a task, its tree and a job by its idempotency
 /// key; write through ``TaskWriting`` (ids, inserts, the writer's batches, lifecycle changes, claims, hand-offs); and
 /// keep the owners' heartbeats (``OwnerRegistry``), by which a restarted executor finds the jobs of the one before
-/// it. Eleven requirements (and ``TaskWriting/queueExecutor``, which has a default); with them an executor runs
+/// it. Eleven requirements (and ``TaskWriting/writerExecutor``, which has a default); with them an executor runs
 /// closures, subtasks and jobs with checkpoints, durable steps, retries, timeouts, delays and priorities, pauses and
 /// cancels them, and resumes a dead owner's jobs.
 ///
@@ -50,11 +49,9 @@ package protocol TaskStoreBackend: TaskStore, TaskStoreCore, ControlRequestQueue
 
 /// What the executor writes: new tasks, its batches, lifecycle changes, claims.
 package protocol TaskWriting: Sendable {
-    /// The serial queue the store's calls run on, when they run on one (`nil` otherwise). The executor's writer runs on
-    /// it, and its claim loop prefers it as its task executor: a claim's call into the store then switches no thread,
-    /// nor does its return. (A caller's own code is never run there: a `JobClient`'s wait, which returns to it, does
-    /// not prefer it.)
-    nonisolated var queueExecutor: DispatchSerialExecutor? { get }
+    /// The serial executor the executor's writer should run on (`nil`: one of its own). A store whose calls run on a
+    /// serial executor names it, so that the writer's calls into the store run without a thread switch.
+    nonisolated var writerExecutor: UnownedSerialExecutor? { get }
 
     /// Reserves `count` consecutive values of the store's root-id sequence (see ``TaskIdentifier``).
     func reserveIdentifiers(_ count: Int) async throws -> Range<Int64>
@@ -143,7 +140,7 @@ package protocol StoreHousekeeping: Sendable {
 }
 
 extension TaskWriting {
-    package nonisolated var queueExecutor: DispatchSerialExecutor? { nil }
+    package nonisolated var writerExecutor: UnownedSerialExecutor? { nil }
 }
 
 extension StoreHousekeeping {
