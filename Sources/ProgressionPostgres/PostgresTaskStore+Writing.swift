@@ -182,7 +182,7 @@ extension PostgresTaskStore {
         var started: [Int: TaskRecord] = [:]
         for index in roots.indices where roots[index].previousOwner == nil {
             guard let tree = roots[index].tree, tree.count == 1,
-                let start = starts.start(tree[0], owner: claim.newOwner, hasSubtasks: false)
+                let start = starts.start(tree[0], owner: claim.newOwner)
             else { continue }
             batch.updates += start.batch.updates
             batch.events += start.batch.events

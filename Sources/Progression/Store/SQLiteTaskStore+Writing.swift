@@ -265,10 +265,10 @@ extension SQLiteTaskStore {
                 for index in claimed.indices where try connection.scalarInt(subtasks, [.text(claimed[index].id)]) == 0 {
                     let tree = try connection.query(select, [.text(claimed[index].id)]) { try record(from: $0) }
                     claimed[index].tree = tree
-                    if claimed[index].previousOwner == nil, let root = tree.first,
-                        let start = claim.starts?.start(root, owner: claim.newOwner, hasSubtasks: false)
+                    if claimed[index].previousOwner == nil, let root = tree.first, let starts = claim.starts,
+                        let start = starts.start(root, owner: claim.newOwner)
                     {
-                        let written = try apply(start.batch, connection: connection, at: claim.starts?.now ?? claim.now)
+                        let written = try apply(start.batch, connection: connection, at: starts.now)
                         // The claim holds the row in this write: nothing else can have changed it.
                         guard written.rejectedTaskIDs.isEmpty, written.conflictingTaskIDs.isEmpty else {
                             throw TaskStoreError(

@@ -581,12 +581,12 @@ package final class ClaimStarts: Sendable, Hashable {
     }
 
     /// The start of `root` for `owner`, when the claim starts it: the started record, and the batch that writes it.
-    /// `root` is the stored row after the claim took it from no owner; `hasSubtasks` says whether its tree has more.
-    /// A slot is taken for each start returned.
-    package func start(_ root: TaskRecord, owner: String, hasSubtasks: Bool) -> (record: TaskRecord, batch: TaskBatch)? {
+    /// `root` is the stored row after the claim took it from no owner, and its whole tree (a store asks only for a
+    /// root without subtasks). A slot is taken for each start returned.
+    package func start(_ root: TaskRecord, owner: String) -> (record: TaskRecord, batch: TaskBatch)? {
         // A retry's start begins a new attempt first, and a job that waits for its children, jobs or a signal is
         // released by the tree keeper: both are left to the executor.
-        guard root.isRoot, !hasSubtasks, root.ownerID == owner, root.status == .pending, root.wait == nil,
+        guard root.isRoot, root.ownerID == owner, root.status == .pending, root.wait == nil,
             root.waitReason != .retry, root.nextAttemptAt.map({ $0 <= self.now }) ?? true,
             root.options.givenFields == nil, let kind = root.kind, kinds.contains(kind),
             versions[kind]?.canContinue(root.version) ?? true

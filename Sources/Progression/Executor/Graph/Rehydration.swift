@@ -86,11 +86,7 @@ extension GraphState {
         if claimed.started {
             if node(id: claimed.id) == nil, let record = tree.first, tree.count == 1 {
                 var result = loadStartedByClaim(record, body: body, now: now)
-                let more = dispatch(now: now, monotonicNow: monotonicNow)
-                result.launches += more.launches
-                result.effects += more.effects
-                result.wakes += more.wakes
-                result.wantsClaims = more.wantsClaims
+                result += dispatch(now: now, monotonicNow: monotonicNow)
                 return result
             }
             // Memory took the root meanwhile (``takeClaimStartSlot(for:kind:)`` refuses one it holds): its slot goes
