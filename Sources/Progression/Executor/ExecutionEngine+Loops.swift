@@ -218,13 +218,17 @@ extension ExecutionEngine {
     func runControlRequests() async {
         var lastCounter: Int64?
         // A producer of this process that committed work (a JobClient on a store of the same database) says so: the
-        // claims look at once rather than at the next poll.
+        // claims look at once rather than at the next poll. Its post signals the claim loop itself, on the producer's
+        // thread: this loop, which would only pass it on, is not woken for it.
         let submissions = capabilities.beacons?.submissions
-        // The look at the store's counter (and the reads it leads to) stays once per interval, however many
-        // submissions wake the loop between: those only start claims.
+        let listening = submissions?.listen { [weak self] in
+            guard let self else { return }
+            self.storeChanged.store(true, ordering: .relaxed)
+            self.claimSignal.signal()
+        }
+        defer { if let submissions, let listening { submissions.stopListening(listening) } }
         var nextLook = clock.now()
         while !Task.isCancelled {
-            let seen = submissions?.generation
             if clock.now() >= nextLook, await storeMoved(since: &lastCounter) {
                 await applyControlRequests()
                 await refreshPausedKinds()
@@ -235,15 +239,7 @@ extension ExecutionEngine {
                 treeSignal.signal()
             }
             if clock.now() >= nextLook { nextLook = clock.now() + configuration.controlPollInterval }
-            guard let submissions, let seen else {
-                do { try await clock.sleepUntil(nextLook) } catch { return }
-                continue
-            }
-            await submissions.wait(after: seen, timeout: max(.zero, nextLook - clock.now()), clock: clock)
-            if submissions.generation != seen {
-                storeChanged.store(true, ordering: .relaxed)
-                claimSignal.signal()
-            }
+            do { try await clock.sleepUntil(nextLook) } catch { return }
         }
     }
 
@@ -383,9 +379,13 @@ extension ExecutionEngine {
             let changed = storeChanged.exchange(false, ordering: .relaxed)
             guard due || interval || changed else { continue }
             lastPass = clock.now()
-            if await claimOnce().full {
+            let pass = await claimOnce()
+            if pass.full {
                 // It filled every free slot: more may wait; look again as soon as a slot frees.
                 storeChanged.store(true, ordering: .relaxed)
+            } else if let read = pass.nextWaitingTime {
+                // The claim read it in its transaction.
+                nextWake = read
             } else {
                 // Without the fleet's capability, a job that waits for its time is found by a later pass (the next
                 // recovery interval, or the next control look when the store has no change counter either).

@@ -12,14 +12,15 @@ import Synchronization
 /// commit. Paused roots are not claimed: a paused root that no live owner holds is changed in the store directly, and
 /// claimed like any other once it is resumed.
 extension ExecutionEngine {
-    /// One claim pass: fills the slots that are free now, once. Returns how many roots it claimed, and whether it
-    /// claimed all it had room for (the store may hold more: the claim loop looks again when slots free up).
+    /// One claim pass: fills the slots that are free now, once. Returns how many roots it claimed, whether it
+    /// claimed all it had room for (the store may hold more: the claim loop looks again when slots free up), and the
+    /// next time a root waits for when the store read it in the claim (``ClaimStarts/nextWaitingTime``).
     ///
     /// One round only: with a backlog of quick jobs, slots free as fast as a pass fills them, and a pass that went on
     /// while claims come back full would never end (`start()` would not return, and a graceful stop would wait for the
     /// whole backlog).
     @discardableResult
-    func claimOnce() async -> (claimed: Int, full: Bool) {
+    func claimOnce() async -> (claimed: Int, full: Bool, nextWaitingTime: Date??) {
         await loadUnloadedClaims()
         let kinds = registry.names
         // The room is reserved until the claimed roots are queued: two passes at once (the first one of `start()` and
@@ -30,7 +31,7 @@ extension ExecutionEngine {
             if room > 0 { state.claimPassesUnderWay += 1 }
             return room
         }
-        guard room > 0 else { return (0, false) }
+        guard room > 0 else { return (0, false, nil) }
         defer {
             let waiters = locked { state -> [CheckedContinuation<Void, Never>] in
                 state.runQueue.endClaim(reserved: room)
@@ -46,7 +47,7 @@ extension ExecutionEngine {
             dead = try await deadOwners()
         } catch {
             Self.noteStorageFailure(error, outage: storageOutage, logger: logger, what: "reading owners to recover")
-            return (0, false)
+            return (0, false, nil)
         }
         let claimed: [ClaimedRoot]
         let now = now()
@@ -65,7 +66,7 @@ extension ExecutionEngine {
                     judgedHeartbeats: dead, readsTrees: true, versions: registry.versions, starts: starts))
         } catch {
             Self.noteStorageFailure(error, outage: storageOutage, logger: logger, what: "claiming tasks")
-            return (0, false)
+            return (0, false, nil)
         }
         let kept = await giveBackWhatHasNoSlot(claimed)
         metrics.claimed.increment(by: Int64(kept.count))
@@ -85,7 +86,7 @@ extension ExecutionEngine {
             publisherSignal.signal()
             if kept.contains(where: { $0.started && $0.tree?.first?.parentJobID != nil }) { treeSignal.signal() }
         }
-        return (kept.count, claimed.count == room)
+        return (kept.count, claimed.count == room, starts.nextWaitingTime)
     }
 
     /// Returns once no claim pass is under way (at once when none is).

@@ -158,12 +158,13 @@ public struct JobClient: Sendable {
     public func wait(for id: String, timeout: Duration? = nil) async throws -> TaskRecord {
         let deadline = timeout.map { clock.now() + $0 }
         // A commit of a store of the database in this process wakes the wait at once; others are polled. The end of
-        // the job committed by an executor of this process is told by its id: it is read then without any spacing.
+        // the job committed by an executor of this process is told by its id: it is read then without any spacing, or
+        // not read at all when the row as committed came with it (``RootEnd``).
         let beacons = (backend as? any BroadcastingChanges)?.beacons
         let commits = beacons?.commits
         let end = beacons.map { beacons in (ends: beacons.ends, token: beacons.ends.watch(id)) }
         defer { if let end { end.ends.unwatch(id, token: end.token) } }
-        var ended = false
+        var ended: RootEnd?
         var lastCounter: Int64?
         var lastRead = Duration.zero
         var first = true
@@ -177,7 +178,7 @@ public struct JobClient: Sendable {
             // The change counter is read only to decide whether to read the job: with another reason to read it, it
             // is not asked (a store call, a hand-off to its connection and back), and the next check reads the job
             // again whatever the counter says (`lastCounter` nil), so that no change is missed.
-            var reads = first || posted || ended || now - lastRead >= .seconds(1)
+            var reads = first || posted || ended != nil || now - lastRead >= .seconds(1)
             var counter: Int64?
             if !reads {
                 counter = try await backend.changeCounter()
@@ -185,9 +186,10 @@ public struct JobClient: Sendable {
                 reads = counter != lastCounter
             }
             if reads {
+                if let record = ended?.record { return record }
                 first = false
                 posted = false
-                ended = false
+                ended = nil
                 lastCounter = counter
                 lastRead = now
                 guard let record = try await backend.task(id: id) else { throw ProgressionError.notFound(taskID: id) }
@@ -197,22 +199,21 @@ public struct JobClient: Sendable {
             var wait = configuration.pollInterval
             if let deadline { wait = min(wait, deadline - now) }
             if let commits, let seen {
-                // An end told or a commit made during the read needs no wait (a task group, its tasks and their
-                // cancellation) before the next read.
-                ended = end.map { $0.ends.takeEnd(id, token: $0.token) } ?? false
-                if !ended, commits.generation == seen {
+                // An end told or a commit made during the read needs no wait before the next read.
+                ended = end.flatMap { $0.ends.takeEnd(id, token: $0.token) }
+                if ended == nil, commits.generation == seen {
                     await Self.wake(after: seen, of: commits, orEndOf: id, end, timeout: wait, clock: clock)
-                    ended = end.map { $0.ends.takeEnd(id, token: $0.token) } ?? false
+                    ended = end.flatMap { $0.ends.takeEnd(id, token: $0.token) }
                 }
                 posted = commits.generation != seen
                 // Commits of a busy process come thousands a second: a waiter reads its job for them at most once
                 // every 250 µs, unless its job's end is told meanwhile.
                 let sinceRead = clock.now() - lastRead
-                if posted, !ended, sinceRead < Self.leastSpacingOfReads {
+                if posted, ended == nil, sinceRead < Self.leastSpacingOfReads {
                     await Self.wake(
                         after: nil, of: nil, orEndOf: id, end, timeout: Self.leastSpacingOfReads - sinceRead, clock: clock)
                     try Task.checkCancellation()
-                    ended = end.map { $0.ends.takeEnd(id, token: $0.token) } ?? false
+                    ended = end.flatMap { $0.ends.takeEnd(id, token: $0.token) }
                 }
             } else {
                 try await clock.sleep(wait)
@@ -225,13 +226,17 @@ public struct JobClient: Sendable {
         after seen: UInt64?, of commits: Broadcast?, orEndOf id: String, _ end: (ends: RootEnds, token: Int)?,
         timeout: Duration, clock: TaskClock
     ) async {
-        await withTaskGroup(of: Void.self) { group in
-            group.addTask { try? await clock.sleep(timeout) }
-            if let commits, let seen { group.addTask { await commits.wait(after: seen) } }
-            if let end { group.addTask { await end.ends.wait(id, token: end.token) } }
-            await group.next()
-            group.cancelAll()
-        }
+        // One continuation, resumed by whichever comes first (a task of its own for each, in a group, cost a hand-off
+        // between threads more at every wake).
+        let wake = OneShotWake()
+        let listening = commits.map { commits in commits.listen { wake.fire() } }
+        if let commits, let seen, commits.generation != seen { wake.fire() }
+        if let end, !end.ends.onEnd(id, token: end.token, { wake.fire() }) { wake.fire() }
+        let timer = Task { try? await clock.sleep(timeout); wake.fire() }
+        await wake.wait()
+        timer.cancel()
+        if let commits, let listening { commits.stopListening(listening) }
+        if let end { end.ends.cancelOnEnd(id, token: end.token) }
     }
 
     /// Waits until the job completes and returns its result.

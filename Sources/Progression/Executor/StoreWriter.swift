@@ -115,12 +115,18 @@ actor StoreWriter {
             engine.metrics.commitDuration.recordNanoseconds(Self.nanoseconds(duration))
             engine.metrics.batchSize.record(
                 taken.batch.inserts.count + taken.batch.updates.count + taken.batch.events.count)
-            let (committed, children) = engine.locked { state in
+            // The ends of roots this batch wrote, for a JobClient of this process that waits for one.
+            let ends = engine.capabilities.beacons?.ends
+            let ended = ends?.isWatched == true ? Self.endedRoots(taken.batch, rejected: result.rejectedTaskIDs) : []
+            let (committed, children, told) = engine.locked { state in
+                // The row as committed goes with an end when this executor alone writes it: the waiter returns it
+                // without reading it back (a call to its store: two hand-offs between threads and a statement).
+                let told = ended.map { RootEnd(id: $0.id, record: state.writesAlone($0) ? $0 : nil) }
                 // Conflicts first, so that who waits for the commit sees them when woken.
                 let children = result.conflictingTaskIDs.isEmpty ? [] : state.markConflicted(result.conflictingTaskIDs)
                 var committed = state.committed(upTo: taken.sequence)
                 if !result.rejectedTaskIDs.isEmpty { committed.effects += state.markRejected(result.rejectedTaskIDs) }
-                return (committed, children)
+                return (committed, children, told)
             }
             // Fenced roots are marked before anyone waiting for this commit is woken: a step or a checkpoint whose
             // write was rejected must not return as if it had been committed.
@@ -128,9 +134,7 @@ actor StoreWriter {
             if !children.isEmpty { engine.leaseLost(children) }
             engine.perform(committed.effects)
             for waiter in committed.waiters { waiter.resume() }
-            if let ends = engine.capabilities.beacons?.ends, ends.isWatched {
-                ends.post(Self.endedRoots(taken.batch, rejected: result.rejectedTaskIDs))
-            }
+            if let ends, !told.isEmpty { ends.post(told) }
             if taken.batch.changesJobTrees { engine.treeSignal.signal() }
             engine.noteStorageRecovered()
             engine.publisherSignal.signal()
@@ -161,17 +165,17 @@ actor StoreWriter {
         }
     }
 
-    /// The roots whose end (a finished status) a committed batch wrote.
-    static func endedRoots(_ batch: TaskBatch, rejected: [String]) -> [String] {
-        var ended: [String] = []
+    /// The roots whose end (a finished status) a committed batch wrote, as it wrote them.
+    static func endedRoots(_ batch: TaskBatch, rejected: [String]) -> [TaskRecord] {
+        var ended: [TaskRecord] = []
         for update in batch.updates
         where update.columns.contains(.status) && update.record.isRoot && update.record.status.isFinished {
-            ended.append(update.record.id)
+            ended.append(update.record)
         }
-        for insert in batch.inserts where insert.isRoot && insert.status.isFinished { ended.append(insert.id) }
+        for insert in batch.inserts where insert.isRoot && insert.status.isFinished { ended.append(insert) }
         guard !rejected.isEmpty, !ended.isEmpty else { return ended }
         let refused = Set(rejected)
-        return ended.filter { !refused.contains($0) }
+        return ended.filter { !refused.contains($0.id) }
     }
 
     /// Sleeps `duration` on a dispatch timer (as the batching window does: task code keeping every thread of Swift's

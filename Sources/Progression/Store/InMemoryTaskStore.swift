@@ -166,7 +166,8 @@ public actor InMemoryTaskStore: TaskStoreBackend, BroadcastingChanges {
     }
 
     package func claimRoots(_ claim: RootClaim) throws -> [ClaimedRoot] {
-        try transaction { state in
+        // Ends and removes no job: it wakes no JobClient waiting in this process (as SQLite's claim).
+        try transaction(postsCommit: false) { state in
             // An owner judged dead that wrote a heartbeat since is left.
             let fromOwners = claim.ownersStillDead(current: state.owners.mapValues(\.heartbeatAt))
             // Limited kinds, and their owned roots that run or are about to.
@@ -671,7 +672,7 @@ public actor InMemoryTaskStore: TaskStoreBackend, BroadcastingChanges {
 
     /// Runs `body` as a transaction: when it throws, the tasks it touched are put back as they were (an undo log,
     /// so that a transaction costs what it changes, not the size of the store), and the events it added removed.
-    private func transaction<T>(_ body: (inout State) throws -> T) throws -> T {
+    private func transaction<T>(postsCommit: Bool = true, _ body: (inout State) throws -> T) throws -> T {
         let eventCount = state.events.count
         let controlCount = state.controls.count
         let owners = state.owners
@@ -681,7 +682,7 @@ public actor InMemoryTaskStore: TaskStoreBackend, BroadcastingChanges {
             let value = try body(&state)
             state.journal.removeAll(keepingCapacity: true)
             state.changes += 1
-            beacons.commits.post()
+            if postsCommit { beacons.commits.post() }
             return value
         } catch {
             let journal = state.journal

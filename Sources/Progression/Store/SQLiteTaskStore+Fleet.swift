@@ -91,16 +91,19 @@ extension SQLiteTaskStore {
     // MARK: Waiting jobs
 
     package func nextWaitingTime(after date: Date) async throws -> Date? {
-        try await read { connection in
-            try connection.scalarInt(
-                """
-                SELECT next_attempt_at FROM tasks INDEXED BY tasks_roots_waiting
-                WHERE parent_id IS NULL AND finished_at IS NULL AND next_attempt_at IS NOT NULL AND next_attempt_at > ?
-                  AND status = 'pending'
-                ORDER BY next_attempt_at LIMIT 1
-                """, [.integer(date.storedMilliseconds)]
-            ).map(Date.init(storedMilliseconds:))
-        }
+        try await read { connection in try nextWaitingTime(after: date, connection: connection) }
+    }
+
+    /// ``nextWaitingTime(after:)`` on `connection` (a claim's transaction reads it too, ``ClaimStarts``).
+    func nextWaitingTime(after date: Date, connection: SQLiteConnection) throws -> Date? {
+        try connection.scalarInt(
+            """
+            SELECT next_attempt_at FROM tasks INDEXED BY tasks_roots_waiting
+            WHERE parent_id IS NULL AND finished_at IS NULL AND next_attempt_at IS NOT NULL AND next_attempt_at > ?
+              AND status = 'pending'
+            ORDER BY next_attempt_at LIMIT 1
+            """, [.integer(date.storedMilliseconds)]
+        ).map(Date.init(storedMilliseconds:))
     }
 
     // MARK: Schedules

@@ -169,7 +169,9 @@ extension SQLiteTaskStore {
 
     package func claimRoots(_ claim: RootClaim) async throws -> [ClaimedRoot] {
         guard !claim.fromOwners.isEmpty, claim.limit > 0 else { return [] }
-        return try await write { connection in
+        // A claim takes roots and starts some: it ends none and removes none, so a JobClient waiting for a job in this
+        // process is not woken by it (it would read the job running, and its next read would wait for the spacing).
+        return try await write(postsCommit: false) { connection in
             // The owners judged dead are read again inside the write: one that wrote a heartbeat since is left.
             let judged = claim.judgedOwners
             var current: [String: Date] = [:]
@@ -278,6 +280,10 @@ extension SQLiteTaskStore {
                         claimed[index].started = true
                     }
                 }
+            }
+            // What the executor asks after a claim that did not fill its slots, read here at no extra call.
+            if let starts = claim.starts {
+                starts.noteNextWaitingTime(try nextWaitingTime(after: claim.now, connection: connection))
             }
             return claimed
         }

@@ -212,10 +212,12 @@ public actor SQLiteTaskStore: TaskStoreBackend, BroadcastingChanges {
 
     // MARK: Running SQL
 
-    /// Runs `body` in an immediate transaction; cancellation interrupts it and rolls it back.
-    func write<T>(_ body: (SQLiteConnection) throws -> T) async throws -> T {
+    /// Runs `body` in an immediate transaction; cancellation interrupts it and rolls it back. Its commit is posted to
+    /// the stores of the database in this process (``StoreBeacons/commits``) unless `postsCommit` is false: a write
+    /// that can neither end nor remove a job (a claim) wakes no waiter.
+    func write<T>(postsCommit: Bool = true, _ body: (SQLiteConnection) throws -> T) async throws -> T {
         let result = try await read { connection in try connection.transaction { try body(connection) } }
-        beacons.commits.post()
+        if postsCommit { beacons.commits.post() }
         return result
     }
 

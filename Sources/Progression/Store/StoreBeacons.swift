@@ -8,6 +8,7 @@ package final class Broadcast: Sendable {
         var generation: UInt64 = 0
         var nextWaiter = 0
         var waiters: [Int: CheckedContinuation<Void, Never>] = [:]
+        var listeners: [Int: @Sendable () -> Void] = [:]
     }
 
     private let state = Mutex(State())
@@ -17,15 +18,33 @@ package final class Broadcast: Sendable {
     /// Moves with every ``post()``.
     package var generation: UInt64 { state.withLock { $0.generation } }
 
-    /// Wakes every waiter.
+    /// Wakes every waiter, and calls every listener (on the poster's thread).
     package func post() {
-        let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+        let (waiters, listeners) = state.withLock { state -> ([CheckedContinuation<Void, Never>], [@Sendable () -> Void]) in
             state.generation &+= 1
-            guard !state.waiters.isEmpty else { return [] }
+            let listeners = state.listeners.isEmpty ? [] : Array(state.listeners.values)
+            guard !state.waiters.isEmpty else { return ([], listeners) }
             defer { state.waiters = [:] }
-            return Array(state.waiters.values)
+            return (Array(state.waiters.values), listeners)
         }
+        for listener in listeners { listener() }
         for waiter in waiters { waiter.resume() }
+    }
+
+    /// Calls `action` at every ``post()`` from now on, on the poster's thread, until ``stopListening(_:)`` with the
+    /// token returned: what it does must be quick and must not wait (set a flag, signal a loop). A loop that only
+    /// passes a post on to another is one wake of a task less per post this way.
+    package func listen(_ action: @escaping @Sendable () -> Void) -> Int {
+        state.withLock { state in
+            state.nextWaiter &+= 1
+            state.listeners[state.nextWaiter] = action
+            return state.nextWaiter
+        }
+    }
+
+    /// Stops the listener of `token`.
+    package func stopListening(_ token: Int) {
+        _ = state.withLock { $0.listeners.removeValue(forKey: token) }
     }
 
     /// Returns once the generation differs from `seen` (at once when it does already), or the task is cancelled.
@@ -47,16 +66,6 @@ package final class Broadcast: Sendable {
             state.withLock { $0.waiters.removeValue(forKey: id) }?.resume()
         }
     }
-
-    /// Returns once the generation differs from `seen`, or after `timeout` on `clock`, whichever comes first.
-    func wait(after seen: UInt64, timeout: Duration, clock: TaskClock) async {
-        await withTaskGroup(of: Void.self) { group in
-            group.addTask { try? await clock.sleep(timeout) }
-            group.addTask { await self.wait(after: seen) }
-            await group.next()
-            group.cancelAll()
-        }
-    }
 }
 
 /// What the stores of one database in this process tell each other, so that a job submitted here starts without
@@ -64,14 +73,15 @@ package final class Broadcast: Sendable {
 /// waiter share a process (each with a store of its own on the same database, as the README's example has them).
 /// Across processes nothing changes: workers and waiters poll as before (`controlPollInterval`, `pollInterval`).
 package struct StoreBeacons: Sendable {
-    /// Posted after every committed write of any store of the database in this process (on PostgreSQL also on each
-    /// notification of the schema, whoever committed).
+    /// Posted after every committed write of any store of the database in this process that may end or remove a job
+    /// (all but claims), and on PostgreSQL also on each notification of the schema, whoever committed.
     package let commits: Broadcast
     /// Posted by producers after they committed new work (jobs, signals): the executors of the process look for
     /// something to claim at once.
     package let submissions: Broadcast
-    /// Told by executors of the process which roots' ends they committed: a ``JobClient`` waiting for one of them reads
-    /// it at once, without the spacing it keeps between reads that any commit causes.
+    /// Told by executors of the process which roots' ends they committed, with the row as committed when nothing but
+    /// the executor writes it: a ``JobClient`` waiting for one of them returns that row, or reads the job at once
+    /// (without the spacing it keeps between reads that any commit causes).
     package let ends: RootEnds
 
     package init() {
@@ -129,12 +139,28 @@ package protocol BroadcastingChanges: Sendable {
     var beacons: StoreBeacons { get }
 }
 
+/// The end of a root as its executor committed it (``RootEnds``).
+package struct RootEnd: Sendable, Hashable {
+    package var id: String
+    /// The root's row as the commit wrote it, when no one but its executor writes that row (a job without child jobs,
+    /// not itself a child job: the tree keeper writes the progress of a parent that waits, and cascades reach a
+    /// child); `nil` otherwise, and whoever waits reads the row.
+    package var record: TaskRecord?
+
+    package init(id: String, record: TaskRecord?) {
+        self.id = id
+        self.record = record
+    }
+}
+
 /// The ends of roots, told by id to whoever watches one (``StoreBeacons/ends``). A watcher registers before it reads the
 /// root, so that an end committed between its read and its wait is not missed; nothing is kept for ids nobody watches.
 package final class RootEnds: Sendable {
     private struct Watch {
-        var ended = false
-        var continuation: CheckedContinuation<Void, Never>?
+        /// The end told and not taken yet.
+        var ended: RootEnd?
+        /// Called once at the next end told (or when the watch ends).
+        var waiter: (@Sendable () -> Void)?
     }
 
     private struct State {
@@ -158,64 +184,107 @@ package final class RootEnds: Sendable {
         }
     }
 
-    /// Ends a watch (resuming its waiter, if any).
+    /// Ends a watch (calling its waiter, if any).
     package func unwatch(_ id: String, token: Int) {
         let watch = state.withLock { state -> Watch? in
             let watch = state.watches[id]?.removeValue(forKey: token)
             if state.watches[id]?.isEmpty == true { state.watches[id] = nil }
             return watch
         }
-        watch?.continuation?.resume()
+        watch?.waiter?()
     }
 
-    /// Tells the watchers of `ids` that those roots' ends were committed.
-    package func post(_ ids: [String]) {
-        guard !ids.isEmpty else { return }
-        let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
-            var waiters: [CheckedContinuation<Void, Never>] = []
-            for id in ids {
+    /// Tells the watchers of the roots of `ends` that those ends were committed.
+    package func post(_ ends: [RootEnd]) {
+        guard !ends.isEmpty else { return }
+        let waiters = state.withLock { state -> [@Sendable () -> Void] in
+            var waiters: [@Sendable () -> Void] = []
+            for end in ends {
+                let id = end.id
                 guard var watches = state.watches[id] else { continue }
                 for token in watches.keys {
-                    watches[token]?.ended = true
-                    if let continuation = watches[token]?.continuation {
-                        waiters.append(continuation)
-                        watches[token]?.continuation = nil
+                    watches[token]?.ended = end
+                    if let waiter = watches[token]?.waiter {
+                        waiters.append(waiter)
+                        watches[token]?.waiter = nil
                     }
                 }
                 state.watches[id] = watches
             }
             return waiters
         }
-        for waiter in waiters { waiter.resume() }
+        for waiter in waiters { waiter() }
     }
 
-    /// Whether an end of the root was told to this watch since the last call (which it clears).
-    package func takeEnd(_ id: String, token: Int) -> Bool {
+    /// The end of the root told to this watch since the last call (which clears it), or `nil`.
+    package func takeEnd(_ id: String, token: Int) -> RootEnd? {
         state.withLock { state in
-            guard state.watches[id]?[token]?.ended == true else { return false }
-            state.watches[id]?[token]?.ended = false
+            guard let end = state.watches[id]?[token]?.ended else { return nil }
+            state.watches[id]?[token]?.ended = nil
+            return end
+        }
+    }
+
+    /// Calls `action` once, at the next end told to this watch (or when it ends), on the teller's thread; it must be
+    /// quick and must not wait. Returns `false`, and keeps nothing, when an end was told and not taken yet or the watch
+    /// has ended: the caller acts at once then. A later call replaces the action.
+    package func onEnd(_ id: String, token: Int, _ action: @escaping @Sendable () -> Void) -> Bool {
+        state.withLock { state in
+            guard let watch = state.watches[id]?[token], watch.ended == nil else { return false }
+            state.watches[id]?[token]?.waiter = action
             return true
+        }
+    }
+
+    /// Drops the action ``onEnd(_:token:_:)`` left, not called.
+    package func cancelOnEnd(_ id: String, token: Int) {
+        state.withLock { state in
+            if state.watches[id]?[token] != nil { state.watches[id]?[token]?.waiter = nil }
         }
     }
 
     /// Returns once an end is told to this watch (at once when one was, and not taken yet), or the task is cancelled.
     package func wait(_ id: String, token: Int) async {
+        let wake = OneShotWake()
+        if !onEnd(id, token: token, { wake.fire() }) { wake.fire() }
+        await wake.wait()
+        cancelOnEnd(id, token: token)
+    }
+}
+
+/// A wake that fires once: ``wait()`` returns once ``fire()`` was called (before or after), or its task is cancelled.
+/// Whichever of several sources fires first wakes the waiter, without a task of its own for each.
+package final class OneShotWake: Sendable {
+    private struct State {
+        var fired = false
+        var continuation: CheckedContinuation<Void, Never>?
+    }
+
+    private let state = Mutex(State())
+
+    package init() {}
+
+    package func fire() {
+        let continuation = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            state.fired = true
+            defer { state.continuation = nil }
+            return state.continuation
+        }
+        continuation?.resume()
+    }
+
+    package func wait() async {
         await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
                 let now = state.withLock { state -> Bool in
-                    guard let watch = state.watches[id]?[token], !watch.ended, !Task.isCancelled else { return true }
-                    state.watches[id]?[token]?.continuation = continuation
+                    if state.fired || Task.isCancelled { return true }
+                    state.continuation = continuation
                     return false
                 }
                 if now { continuation.resume() }
             }
         } onCancel: {
-            let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
-                let waiter = state.watches[id]?[token]?.continuation
-                state.watches[id]?[token]?.continuation = nil
-                return waiter
-            }
-            waiter?.resume()
+            fire()
         }
     }
 }

@@ -557,7 +557,7 @@ package final class ClaimStarts: Sendable, Hashable {
     private let slot: @Sendable (String, String) -> Bool
     /// Slots taken, and whether the claimer has stopped counting them (``close()``): a claim that went on after its
     /// caller gave up (a call's deadline) takes no more.
-    private let taken = Mutex((count: 0, closed: false, now: Date?.none))
+    private let taken = Mutex((count: 0, closed: false, now: Date?.none, nextWaiting: Date??.none))
 
     package init(
         kinds: Set<String>, versions: [String: JobVersion], clock: @escaping @Sendable () -> Date,
@@ -571,6 +571,19 @@ package final class ClaimStarts: Sendable, Hashable {
 
     /// How many slots the claim took (one per root it started, unless its transaction failed after).
     package var slotsTaken: Int { taken.withLock { $0.count } }
+
+    /// The earliest time at which a root the claim left waits to run (a run-at, a retry's backoff, a durable sleep),
+    /// when the store read it in the claim's transaction (``noteNextWaitingTime(_:)``): `.some(nil)` when none waits,
+    /// `nil` when the store did not read it (the claimer asks the store, ``FleetStore/nextWaitingTime(after:)``). Read
+    /// in the claim, it costs the claimer no call of its own to the store, which would hold the store's queue while
+    /// the jobs the claim started run and their ends wait to be written.
+    package var nextWaitingTime: Date?? { taken.withLock { $0.nextWaiting } }
+
+    /// Records what ``nextWaitingTime`` says: the earliest `next_attempt_at` after the claim's `now` of the unfinished,
+    /// pending roots, as ``FleetStore/nextWaitingTime(after:)`` reads it.
+    package func noteNextWaitingTime(_ date: Date?) {
+        taken.withLock { $0.nextWaiting = .some(date) }
+    }
 
     /// Ends the claim's starts and returns how many slots they took: a start asked after this is not made.
     package func close() -> Int {

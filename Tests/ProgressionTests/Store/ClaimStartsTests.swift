@@ -72,6 +72,24 @@ struct ClaimStartsTests {
         await close(store)
     }
 
+    /// SQLite's claim reads, in its transaction, the next time a root it left waits for (the executor asks the store
+    /// for it otherwise, a call that would hold the store's queue while the jobs it started run).
+    @Test func sqlitesClaimReadsTheNextWaitingTimeOfWhatItLeft() async throws {
+        let directory = try TemporaryDirectory()
+        let store = try await StoreKind.sqlite.make(in: directory)
+        let (_, none) = try await Self.claim(store)
+        #expect(none.nextWaitingTime == .some(nil))
+        var later = makeRecord(id: "later", kind: "export")
+        later.nextAttemptAt = Self.now.addingTimeInterval(60)
+        var sooner = makeRecord(id: "sooner", kind: "export")
+        sooner.nextAttemptAt = Self.now.addingTimeInterval(30)
+        try await store.insert([later, sooner, makeRecord(id: "job", kind: "export")], events: [])
+        let (claimed, starts) = try await Self.claim(store)
+        #expect(claimed.map(\.id) == ["job"])
+        #expect(starts.nextWaitingTime == .some(Self.now.addingTimeInterval(30)))
+        await close(store)
+    }
+
     /// Roots a claim takes and leaves for the executor to start (or not), each for its reason.
     struct Unstarted: Sendable, CustomTestStringConvertible {
         let testDescription: String

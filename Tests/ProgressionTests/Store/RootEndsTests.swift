@@ -1,27 +1,42 @@
 import Foundation
+import Synchronization
 @testable import Progression
 import ProgressionTestSupport
 import Testing
 
 /// The ends of roots told by id (``RootEnds``): what a ``JobClient`` waiting for a job learns from an executor of its
-/// process, so that it reads the job at once rather than after the spacing it keeps between reads that any commit
-/// causes (issue 38: the latency of one job).
+/// process, so that it returns the row as committed, or reads the job at once rather than after the spacing it keeps
+/// between reads that any commit causes (issue 38: the latency of one job).
 struct RootEndsTests {
     @Test func anEndToldBeforeTheWaitIsKeptUntilTakenAndOnlyForItsRoot() async throws {
         let ends = RootEnds()
         #expect(!ends.isWatched)
         // Nobody watches: nothing is kept.
-        ends.post(["a"])
+        ends.post([end("a")])
         let token = ends.watch("a")
         let other = ends.watch("b")
         #expect(ends.isWatched)
-        #expect(!ends.takeEnd("a", token: token))
-        ends.post(["a", "c"])
-        // Told before the wait: the wait returns at once, and the end is taken once.
+        #expect(ends.takeEnd("a", token: token) == nil)
+        let row = Self.root(.completed)
+        ends.post([end("a", row), end("c")])
+        // Told before the wait: the wait returns at once, and the end is taken once, with the row told.
         try await within(.seconds(30), "a wait for an end told before it") { await ends.wait("a", token: token) }
-        #expect(ends.takeEnd("a", token: token))
-        #expect(!ends.takeEnd("a", token: token))
-        #expect(!ends.takeEnd("b", token: other))
+        #expect(ends.takeEnd("a", token: token) == end("a", row))
+        #expect(ends.takeEnd("a", token: token) == nil)
+        #expect(ends.takeEnd("b", token: other) == nil)
+        // An action left for the next end is called once, by the post, and not when an end waits to be taken.
+        let calls = Mutex(0)
+        #expect(ends.onEnd("b", token: other) { calls.withLock { $0 += 1 } })
+        ends.post([end("b")])
+        ends.post([end("b")])
+        #expect(calls.withLock { $0 } == 1)
+        #expect(!ends.onEnd("b", token: other) { calls.withLock { $0 += 1 } })
+        #expect(ends.takeEnd("b", token: other) == end("b"))
+        // Dropped, it is not called.
+        #expect(ends.onEnd("b", token: other) { calls.withLock { $0 += 1 } })
+        ends.cancelOnEnd("b", token: other)
+        ends.post([end("b")])
+        #expect(calls.withLock { $0 } == 1)
         ends.unwatch("a", token: token)
         ends.unwatch("b", token: other)
         #expect(!ends.isWatched)
@@ -33,10 +48,10 @@ struct RootEndsTests {
         let second = ends.watch("a")
         let waiters = [first, second].map { token in Task { await ends.wait("a", token: token) } }
         // One post, whether the waiters have parked yet or not: an end told before a wait is kept for it.
-        ends.post(["a"])
+        ends.post([end("a")])
         for waiter in waiters { try await within(.seconds(60), "a watcher of the ended root") { await waiter.value } }
-        #expect(ends.takeEnd("a", token: first))
-        #expect(ends.takeEnd("a", token: second))
+        #expect(ends.takeEnd("a", token: first) == end("a"))
+        #expect(ends.takeEnd("a", token: second) == end("a"))
         // A wait that no end comes to: its unwatch ends it, and so does its task's cancellation.
         let unwatched = Task { await ends.wait("a", token: first) }
         ends.unwatch("a", token: first)
@@ -81,6 +96,11 @@ struct RootEndsTests {
     @Test(arguments: rows)
     func theWriterTellsTheEndsOfRootsItCommitted(row: Row) {
         let batch = TaskBatch(inserts: row.insert.map { [$0] } ?? [], updates: row.update.map { [$0] } ?? [])
-        #expect(StoreWriter.endedRoots(batch, rejected: row.rejected) == row.told)
+        let ended = StoreWriter.endedRoots(batch, rejected: row.rejected)
+        #expect(ended.map(\.id) == row.told)
+        // As the batch wrote them.
+        #expect(ended == (row.update.map { [$0.record] } ?? []) + (row.insert.map { [$0] } ?? []) || row.told.isEmpty)
     }
+
+    func end(_ id: String, _ record: TaskRecord? = nil) -> RootEnd { RootEnd(id: id, record: record) }
 }

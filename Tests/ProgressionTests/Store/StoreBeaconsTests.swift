@@ -1,5 +1,6 @@
 import Foundation
 import Progression
+import Synchronization
 import ProgressionTestSupport
 import Testing
 
@@ -101,5 +102,126 @@ struct StoreBeaconsTests {
         struct Input: Codable, Sendable { var n: Int }
         static let name = "echo"
         func run(_ input: Input, context: any TaskContext) async throws -> Int { input.n }
+    }
+
+    @Test func aListenerIsCalledAtEveryPostUntilItStops() {
+        let broadcast = Broadcast()
+        let calls = Mutex(0)
+        let token = broadcast.listen { calls.withLock { $0 += 1 } }
+        broadcast.post()
+        broadcast.post()
+        broadcast.stopListening(token)
+        broadcast.post()
+        #expect(calls.withLock { $0 } == 2)
+    }
+
+    /// A claim ends no job and removes none: a JobClient waiting in this process is not woken by it. A submit is.
+    @Test func aClaimDoesNotWakeWaitersOfItsDatabaseAndASubmitDoes() async throws {
+        let directory = try TemporaryDirectory()
+        let worker = try SQLiteTaskStore(path: directory.file("jobs.sqlite"))
+        let producer = try SQLiteTaskStore(path: directory.file("jobs.sqlite"))
+        let seen = producer.beacons.commits.generation
+        let id = try await JobClient(store: producer).submit(Echo.self, input: .init(n: 1))
+        let submitted = producer.beacons.commits.generation
+        #expect(submitted != seen)
+        let claimed = try await worker.claimRoots(RootClaim(fromOwners: [nil], kinds: [Echo.name], newOwner: "w", limit: 1))
+        #expect(claimed.map(\.id) == [id])
+        #expect(producer.beacons.commits.generation == submitted)
+    }
+
+    /// Reports, waits for its gate (or its cancellation), then returns or fails; a parent also starts a child job.
+    struct Gated: JobKind {
+        struct Input: Codable, Sendable {
+            var fails = false
+            var startsChild = false
+        }
+        static let name = "gated"
+        let gate: Gate
+
+        func run(_ input: Input, context: any TaskContext) async throws -> String {
+            if input.startsChild { _ = try await context.startChild(Echo.self, input: .init(n: 7)) }
+            try await context.report(.total(4))
+            try await context.report(.named("halfway"))
+            try await context.report(.completed(2))
+            await withTaskCancellationHandler { await gate.wait() } onCancel: { gate.open() }
+            try Task.checkCancellation()
+            if input.fails { throw GatedFailure() }
+            return "done"
+        }
+    }
+
+    struct GatedFailure: Error {}
+
+    enum Ending: String, CaseIterable, Sendable { case completes, fails, isCancelled, parentCompletes }
+
+    /// An executor tells the end of a job it committed with the row as committed, the one the store has then; for a
+    /// parent of a child job (whose row the tree keeper writes too) it tells the end alone. And a JobClient waiting for
+    /// the job returns that row.
+    @Test(arguments: Ending.allCases)
+    func anEndIsToldWithTheRowAsCommittedAndAWaiterReturnsIt(ending: Ending) async throws {
+        let directory = try TemporaryDirectory()
+        let workerStore = try SQLiteTaskStore(path: directory.file("jobs.sqlite"))
+        let clientStore = try SQLiteTaskStore(path: directory.file("jobs.sqlite"))
+        var configuration = TaskExecutor.Configuration()
+        configuration.controlPollInterval = .seconds(3_600)
+        let worker = try TaskExecutor(store: workerStore, configuration: configuration)
+        let gate = Gate()
+        try worker.register(Gated(gate: gate))
+        try worker.register(Echo())
+        try await worker.start()
+        var clientConfiguration = JobClient.Configuration()
+        clientConfiguration.pollInterval = .seconds(3_600)
+        let client = try JobClient(store: clientStore, configuration: clientConfiguration)
+        let id = try await client.submit(
+            Gated.self, input: .init(fails: ending == .fails, startsChild: ending == .parentCompletes))
+        let ends = workerStore.beacons.ends
+        let token = ends.watch(id)
+        defer { ends.unwatch(id, token: token) }
+        let waiter = Task { try await client.wait(for: id) }
+        try await poll("the job running") { try await workerStore.task(id: id)?.status == .running }
+        if ending == .isCancelled { try await worker.cancel(taskID: id) } else { gate.open() }
+        try await within(.seconds(60), "the end told") { await ends.wait(id, token: token) }
+        let told = try #require(ends.takeEnd(id, token: token))
+        let returned = try await within(.seconds(60), "the wait") { try await waiter.value }
+        let stored = try #require(try await workerStore.task(id: id))
+        let expected: TaskStatus = switch ending {
+        case .completes, .parentCompletes: .completed
+        case .fails: .failed
+        case .isCancelled: .cancelled
+        }
+        #expect(stored.status == expected)
+        #expect(returned == stored)
+        if ending == .parentCompletes {
+            #expect(told.record == nil)
+        } else {
+            #expect(told.record == stored)
+        }
+        await worker.shutdown()
+    }
+
+    /// A JobClient returns the row told with a job's end, without reading the job (here the store still has it
+    /// pending: no executor runs it).
+    @Test func aWaiterReturnsTheRowToldWithoutReadingTheJobAgain() async throws {
+        let directory = try TemporaryDirectory()
+        let store = try SQLiteTaskStore(path: directory.file("jobs.sqlite"))
+        var clientConfiguration = JobClient.Configuration()
+        clientConfiguration.pollInterval = .seconds(3_600)
+        let client = try JobClient(store: store, configuration: clientConfiguration)
+        let id = try await client.submit(Echo.self, input: .init(n: 1))
+        let waiter = Task { try await client.wait(for: id) }
+        try await poll("the waiter's watch") { store.beacons.ends.isWatched }
+        var row = try #require(try await store.task(id: id))
+        row.status = .completed
+        row.result = Data("1".utf8)
+        row.finishedAt = row.createdAt
+        store.beacons.ends.post([RootEnd(id: id, record: row)])
+        #expect(try await within(.seconds(60), "the wait") { try await waiter.value } == row)
+        #expect(try await store.task(id: id)?.status == .pending)
+        // Told without the row, the waiter reads the job: still pending, it waits on.
+        let second = Task { try await client.wait(for: id, timeout: .seconds(3_600)) }
+        try await poll("the second waiter's watch") { store.beacons.ends.isWatched }
+        store.beacons.ends.post([RootEnd(id: id, record: nil)])
+        second.cancel()
+        await #expect(throws: CancellationError.self) { try await second.value }
     }
 }

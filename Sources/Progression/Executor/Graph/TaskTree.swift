@@ -10,6 +10,15 @@ extension GraphState {
         handles[id].flatMap { nodes[$0] }
     }
 
+    /// Whether this executor alone writes the row of root `record` while it holds it, so that the row it committed is
+    /// the row stored: a job with no child jobs (the tree keeper writes the progress of a parent that waits for its
+    /// children) that is no child job itself (its parent's cascades reach it). Others change it only by taking it from
+    /// this executor, and a write of it is then refused.
+    func writesAlone(_ record: TaskRecord) -> Bool {
+        guard record.parentJobID == nil, let node = node(id: record.id), node.isRoot else { return false }
+        return node.links.isEmpty
+    }
+
     /// Adds a root. `stored`: its row exists already (a root loaded from the store); else the writer inserts it.
     mutating func addRoot(_ record: TaskRecord, stored: Bool) -> TaskNode {
         let node = TaskNode(handle: nextHandle, record: record, sequence: changeSequence, stored: stored)
