@@ -192,6 +192,9 @@ public struct JobClient: Sendable {
                 ended = nil
                 lastCounter = counter
                 lastRead = now
+                // An end told before this read is what the read sees, or older (a retry since): only one told after
+                // it begins is returned without reading.
+                _ = end.flatMap { $0.ends.takeEnd(id, token: $0.token) }
                 guard let record = try await backend.task(id: id) else { throw ProgressionError.notFound(taskID: id) }
                 if record.status.isFinished { return record }
             }

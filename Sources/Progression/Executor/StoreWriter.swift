@@ -117,11 +117,16 @@ actor StoreWriter {
                 taken.batch.inserts.count + taken.batch.updates.count + taken.batch.events.count)
             // The ends of roots this batch wrote, for a JobClient of this process that waits for one.
             let ends = engine.capabilities.beacons?.ends
-            let ended = ends?.isWatched == true ? Self.endedRoots(taken.batch, rejected: result.rejectedTaskIDs) : []
+            let ended =
+                ends?.isWatched == true
+                ? Self.endedRoots(
+                    taken.batch, rejected: result.rejectedTaskIDs, conflicting: result.conflictingTaskIDs) : []
             let (committed, children, told) = engine.locked { state in
                 // The row as committed goes with an end when this executor alone writes it: the waiter returns it
                 // without reading it back (a call to its store: two hand-offs between threads and a statement).
-                let told = ended.map { RootEnd(id: $0.id, record: state.writesAlone($0) ? $0 : nil) }
+                let told = ended.map { end in
+                    RootEnd(id: end.id, record: end.record.flatMap { state.writesAlone($0) ? $0 : nil })
+                }
                 // Conflicts first, so that who waits for the commit sees them when woken.
                 let children = result.conflictingTaskIDs.isEmpty ? [] : state.markConflicted(result.conflictingTaskIDs)
                 var committed = state.committed(upTo: taken.sequence)
@@ -165,16 +170,21 @@ actor StoreWriter {
         }
     }
 
-    /// The roots whose end (a finished status) a committed batch wrote, as it wrote them.
-    static func endedRoots(_ batch: TaskBatch, rejected: [String]) -> [TaskRecord] {
-        var ended: [TaskRecord] = []
+    /// The roots whose end (a finished status) a committed batch wrote, each with the row as written when the batch
+    /// wrote it as this executor's: not a root queued here that any worker may claim (its write is guarded by its
+    /// status alone, and others may change its row meanwhile). A row the store refused (`rejected`) or did not insert
+    /// because another has its id (`conflicting`) is not ended.
+    static func endedRoots(_ batch: TaskBatch, rejected: [String], conflicting: [String] = []) -> [RootEnd] {
+        var ended: [RootEnd] = []
         for update in batch.updates
         where update.columns.contains(.status) && update.record.isRoot && update.record.status.isFinished {
-            ended.append(update.record)
+            ended.append(RootEnd(id: update.record.id, record: update.unownedWithStatus == nil ? update.record : nil))
         }
-        for insert in batch.inserts where insert.isRoot && insert.status.isFinished { ended.append(insert) }
-        guard !rejected.isEmpty, !ended.isEmpty else { return ended }
-        let refused = Set(rejected)
+        for insert in batch.inserts where insert.isRoot && insert.status.isFinished {
+            ended.append(RootEnd(id: insert.id, record: insert))
+        }
+        guard !rejected.isEmpty || !conflicting.isEmpty, !ended.isEmpty else { return ended }
+        let refused = Set(rejected).union(conflicting)
         return ended.filter { !refused.contains($0.id) }
     }
 

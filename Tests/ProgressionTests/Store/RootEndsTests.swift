@@ -68,7 +68,10 @@ struct RootEndsTests {
         var update: TaskUpdate?
         var insert: TaskRecord?
         var rejected: [String] = []
+        var conflicting: [String] = []
         var told: [String]
+        /// Whether the row goes with the end.
+        var withRow = true
     }
 
     static let t0 = Date(timeIntervalSince1970: 1_800_000_000)
@@ -90,16 +93,24 @@ struct RootEndsTests {
             testDescription: "a root's end the store refused",
             update: TaskUpdate(root(.completed), columns: .status), rejected: ["r"], told: []),
         Row(testDescription: "a root inserted finished", insert: root(.cancelled), told: ["r"]),
+        Row(
+            testDescription: "a root inserted finished whose id another row has",
+            insert: root(.cancelled), conflicting: ["r"], told: []),
+        Row(
+            testDescription: "the end of a root queued here, unowned in the store (others may change its row)",
+            update: TaskUpdate(root(.cancelled), columns: .status, unownedWithStatus: .pending), told: ["r"],
+            withRow: false),
         Row(testDescription: "a root inserted pending", insert: root(.pending), told: []),
     ]
 
     @Test(arguments: rows)
     func theWriterTellsTheEndsOfRootsItCommitted(row: Row) {
         let batch = TaskBatch(inserts: row.insert.map { [$0] } ?? [], updates: row.update.map { [$0] } ?? [])
-        let ended = StoreWriter.endedRoots(batch, rejected: row.rejected)
+        let ended = StoreWriter.endedRoots(batch, rejected: row.rejected, conflicting: row.conflicting)
         #expect(ended.map(\.id) == row.told)
-        // As the batch wrote them.
-        #expect(ended == (row.update.map { [$0.record] } ?? []) + (row.insert.map { [$0] } ?? []) || row.told.isEmpty)
+        // With the row as the batch wrote it, or without.
+        let written = row.update?.record ?? row.insert
+        #expect(ended.map(\.record) == ended.map { _ in row.withRow ? written : nil })
     }
 
     func end(_ id: String, _ record: TaskRecord? = nil) -> RootEnd { RootEnd(id: id, record: record) }

@@ -127,6 +127,8 @@ struct StoreBeaconsTests {
         let claimed = try await worker.claimRoots(RootClaim(fromOwners: [nil], kinds: [Echo.name], newOwner: "w", limit: 1))
         #expect(claimed.map(\.id) == [id])
         #expect(producer.beacons.commits.generation == submitted)
+        await worker.close()
+        await producer.close()
     }
 
     /// Reports, waits for its gate (or its cancellation), then returns or fails; a parent also starts a child job.
@@ -197,31 +199,59 @@ struct StoreBeaconsTests {
             #expect(told.record == stored)
         }
         await worker.shutdown()
+        await workerStore.close()
+        await clientStore.close()
     }
 
-    /// A JobClient returns the row told with a job's end, without reading the job (here the store still has it
-    /// pending: no executor runs it).
+    /// Reads of jobs through a store, by id.
+    final class CountedReads: TaskStoreForwarding, BroadcastingChanges {
+        let inner: SQLiteTaskStore
+        let reads = Mutex<[String: Int]>([:])
+
+        init(_ inner: SQLiteTaskStore) { self.inner = inner }
+
+        var beacons: StoreBeacons { inner.beacons }
+
+        func forward<T: Sendable>(
+            _ call: ForwardedCall, _ body: @Sendable (any TaskStoreBackend) async throws -> T
+        ) async throws -> T {
+            try await body(inner)
+        }
+
+        func task(id: String) async throws -> TaskRecord? {
+            reads.withLock { $0[id, default: 0] += 1 }
+            return try await inner.task(id: id)
+        }
+
+        func readsOf(_ id: String) -> Int { reads.withLock { $0[id] ?? 0 } }
+    }
+
+    /// A JobClient returns the row told with a job's end after its read, without reading the job again (here the store
+    /// still has it pending: no executor runs it). Told without the row, it reads the job, and waits on.
     @Test func aWaiterReturnsTheRowToldWithoutReadingTheJobAgain() async throws {
         let directory = try TemporaryDirectory()
         let store = try SQLiteTaskStore(path: directory.file("jobs.sqlite"))
+        let counted = CountedReads(store)
         var clientConfiguration = JobClient.Configuration()
         clientConfiguration.pollInterval = .seconds(3_600)
-        let client = try JobClient(store: store, configuration: clientConfiguration)
+        let client = try JobClient(store: counted, configuration: clientConfiguration)
         let id = try await client.submit(Echo.self, input: .init(n: 1))
         let waiter = Task { try await client.wait(for: id) }
-        try await poll("the waiter's watch") { store.beacons.ends.isWatched }
+        try await poll("the waiter's first read") { counted.readsOf(id) >= 1 }
         var row = try #require(try await store.task(id: id))
         row.status = .completed
         row.result = Data("1".utf8)
         row.finishedAt = row.createdAt
         store.beacons.ends.post([RootEnd(id: id, record: row)])
         #expect(try await within(.seconds(60), "the wait") { try await waiter.value } == row)
+        #expect(counted.readsOf(id) == 1)
         #expect(try await store.task(id: id)?.status == .pending)
-        // Told without the row, the waiter reads the job: still pending, it waits on.
         let second = Task { try await client.wait(for: id, timeout: .seconds(3_600)) }
-        try await poll("the second waiter's watch") { store.beacons.ends.isWatched }
+        try await poll("the second waiter's first read") { counted.readsOf(id) >= 2 }
         store.beacons.ends.post([RootEnd(id: id, record: nil)])
+        try await poll("the second waiter's read after the end told") { counted.readsOf(id) >= 3 }
         second.cancel()
-        await #expect(throws: CancellationError.self) { try await second.value }
+        await #expect(throws: (any Error).self) { try await second.value }
+        await store.close()
     }
 }
