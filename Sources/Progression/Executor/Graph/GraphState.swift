@@ -15,6 +15,9 @@ struct GraphState {
     // The tree.
     var nextHandle = 1
     var nodes: [NodeHandle: TaskNode] = [:]
+    /// Roots whose insert found their id taken, by handle, until the caller that added them learns it
+    /// (``newRootsCommitted(_:)``): the root's run, woken by the same commit, may remove the node first.
+    var conflictedRoots: [NodeHandle: String] = [:]
     var handles: [String: NodeHandle] = [:]
     /// Roots in the order they were added.
     var roots: [TaskNode] = []

@@ -430,19 +430,27 @@ extension GraphState {
 
     /// New roots whose insert did not commit (the store failed, or the executor closed): they leave memory.
     mutating func newRootsNotCommitted(_ handles: [NodeHandle]) {
+        for handle in handles { conflictedRoots[handle] = nil }
         removeRoots(handles.compactMap { nodes[$0] })
     }
 
     /// New roots whose insert committed: those whose identity was taken leave memory, stopped; returns their ids.
     mutating func newRootsCommitted(_ handles: [NodeHandle]) -> [String] {
         var conflicted: [TaskNode] = []
+        var ids: [String] = []
         for handle in handles {
-            guard let node = nodes[handle], node.conflicted else { continue }
-            node.stopReason = .leaseLost
-            conflicted.append(node)
+            // Its run, woken by the same commit, may have given up its start and removed it already.
+            let taken = conflictedRoots.removeValue(forKey: handle)
+            if let node = nodes[handle], node.conflicted {
+                node.stopReason = .leaseLost
+                conflicted.append(node)
+                ids.append(node.record.id)
+            } else if let taken {
+                ids.append(taken)
+            }
         }
         removeRoots(conflicted)
-        return conflicted.map(\.record.id)
+        return ids
     }
 
     /// The run task of a root given a slot, for a graceful stop: `.some` when it is made already (`nil` inside when

@@ -182,7 +182,7 @@ extension GraphState {
         for id in ids {
             guard let node = node(id: id) else { continue }
             node.conflicted = true
-            if !node.isRoot { children.append(id) }
+            if node.isRoot { conflictedRoots[node.handle] = id } else { children.append(id) }
         }
         return children
     }
