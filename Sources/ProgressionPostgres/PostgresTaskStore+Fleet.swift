@@ -73,7 +73,7 @@ extension PostgresTaskStore {
     package func nextWaitingTime(after date: Date) async throws -> Date? {
         try await read { [self] connection in
             try await rows(
-                """
+                prepared: """
                 SELECT next_attempt_at FROM \(names.tasks)
                 WHERE parent_id IS NULL AND finished_at IS NULL AND next_attempt_at IS NOT NULL AND next_attempt_at > $1
                   AND status = 'pending'

@@ -227,6 +227,15 @@ extension PostgresTaskStore {
     ) async throws -> [T] {
         try await connection.query(PostgresQuery(unsafeSQL: sql, binds: bindings), logger: logger).collect().map(decode)
     }
+
+    /// Rows of `query`, decoded, through a statement kept prepared on the connection (``PreparedSQL``): for the
+    /// statements of a job's way, whose texts are few.
+    func rows<T>(
+        prepared sql: String, _ bindings: PostgresBindings = PostgresBindings(), connection: PostgresConnection,
+        _ decode: (PostgresRow) throws -> T
+    ) async throws -> [T] {
+        try await PreparedSQL.run(sql, bindings, connection: connection, logger: logger).map(decode)
+    }
 }
 
 /// A row of `tasks` read by position, as ``TaskRecord/init(row:location:decodeOptions:)`` reads it.

@@ -50,7 +50,7 @@ extension PostgresTaskStore {
             SELECT txid_current() FROM pg_notify('\(names.channel)', '')
             """
         try await write(identified: { [self] connection in
-            ((), try await rows(sql, bindings, connection: connection) { try $0.decode(Int64.self) }.first)
+            ((), try await rows(prepared: sql, bindings, connection: connection) { try $0.decode(Int64.self) }.first)
         })
     }
 
@@ -198,7 +198,7 @@ extension PostgresTaskStore {
         let first = parameters.count + 1
         Self.appendEventArrays(batch.events, to: &parameters)
         let count = try await rows(
-            """
+            prepared: """
             WITH started AS (\(updateSQL(columns))),
             logged AS (\(Self.insertEventsSQL(into: names.events, from: first)))
             SELECT count(*) FROM started, pg_notify('\(names.channel)', '')
@@ -409,7 +409,7 @@ extension PostgresTaskStore {
                 var current: [String: Date] = [:]
                 if !judged.isEmpty {
                     for (id, heartbeat) in try await rows(
-                        "SELECT id, heartbeat_at FROM \(names.owners) WHERE id = ANY($1::text[]) ORDER BY id FOR SHARE",
+                        prepared: "SELECT id, heartbeat_at FROM \(names.owners) WHERE id = ANY($1::text[]) ORDER BY id FOR SHARE",
                         bindings(judged), connection: connection, { try $0.decode((String, Int64).self) })
                     {
                         current[id] = Date(storedMilliseconds: heartbeat)
@@ -419,29 +419,50 @@ extension PostgresTaskStore {
                 guard !fromOwners.isEmpty else { return ([], nil) }
                 // Kinds paused across the fleet, and the limits of kinds that have one, in one statement: the rows of
                 // the limited kinds in job_kinds are locked, so that two claims of one kind count one after the other.
+                // For an executor, the same statement reads the next time a root waits for (``ClaimStarts``), which it
+                // would otherwise ask after a claim that did not fill its slots, a round trip of its own. A root waiting
+                // past `now` is not one this claim can take, so reading it before the claim reads what it leaves.
                 var paused: Set<String> = []
                 var limits: [String: Int] = [:]
-                for (isLimit, name, limit) in try await rows(
-                    """
-                    SELECT false, name, NULL::int8 FROM \(names.pausedKinds)
+                var nextWaiting: Date?
+                let nextWaitingBranch =
+                    claim.starts == nil
+                    ? ""
+                    : """
+
                     UNION ALL
-                    SELECT true, name, max_concurrent::int8 FROM (
+                    SELECT 2, NULL, (
+                      SELECT next_attempt_at FROM \(names.tasks)
+                      WHERE parent_id IS NULL AND finished_at IS NULL AND next_attempt_at IS NOT NULL
+                        AND next_attempt_at > $1 AND status = 'pending'
+                      ORDER BY next_attempt_at LIMIT 1)
+                    """
+                for (row, name, value) in try await rows(
+                    prepared: """
+                    SELECT 0, name, NULL::int8 FROM \(names.pausedKinds)
+                    UNION ALL
+                    SELECT 1, name, max_concurrent::int8 FROM (
                       SELECT name, max_concurrent FROM \(names.jobKinds) WHERE max_concurrent IS NOT NULL
-                      ORDER BY name FOR UPDATE) AS limited
-                    """, PostgresBindings(), connection: connection, { try $0.decode((Bool, String, Int64?).self) })
+                      ORDER BY name FOR UPDATE) AS limited\(nextWaitingBranch)
+                    """, claim.starts == nil ? PostgresBindings() : bindings(claim.now.storedMilliseconds),
+                    connection: connection, { try $0.decode((Int32, String?, Int64?).self) })
                 {
-                    if !isLimit {
+                    switch (row, name) {
+                    case (0, let name?):
                         paused.insert(name)
-                    } else if let limit, claim.kinds?.contains(name) ?? true {
-                        limits[name] = Int(limit)
+                    case (1, let name?):
+                        if let value, claim.kinds?.contains(name) ?? true { limits[name] = Int(value) }
+                    default:
+                        nextWaiting = value.map(Date.init(storedMilliseconds:))
                     }
                 }
+                claim.starts?.noteNextWaitingTime(nextWaiting)
                 // Owned roots of the limited kinds, counted in a statement of its own: its snapshot is taken after the
                 // locks above, so that it sees the claims of those kinds that committed while this one waited.
                 var owned: [String: Int] = [:]
                 if !limits.isEmpty {
                     for (kind, count) in try await rows(
-                        """
+                        prepared: """
                         SELECT kind, count(*) FROM \(names.tasks)
                         WHERE parent_id IS NULL AND finished_at IS NULL AND owner_id IS NOT NULL
                           AND status IN ('running', 'pending') AND kind = ANY($1::text[])
@@ -528,7 +549,7 @@ extension PostgresTaskStore {
                     // and would miss subtasks that a transaction holding a root's lock wrote and committed meanwhile.
                     let n = claim.readsTrees ? Self.columnCount : 1
                     let taken = try await rows(
-                        """
+                        prepared: """
                         WITH \(branches.joined(separator: ",\n")),
                         chosen AS MATERIALIZED (\(candidates) LIMIT $1),
                         taken AS (
@@ -560,7 +581,7 @@ extension PostgresTaskStore {
                         // A statement of its own, so a snapshot taken after the locks: the roots that have subtasks.
                         let withSubtasks = Set(
                             try await rows(
-                                """
+                                prepared: """
                                 SELECT DISTINCT root_id FROM \(names.tasks)
                                 WHERE root_id = ANY($1::text[]) AND parent_id IS NOT NULL
                                 """, bindings(roots.map(\.id)), connection: connection
@@ -573,7 +594,7 @@ extension PostgresTaskStore {
                     return (roots.sorted(by: ClaimPlan.precedes), first.xid)
                 }
                 let read = try await rows(
-                    "WITH \(branches.joined(separator: ",\n"))\n" + candidates, parameters, connection: connection
+                    prepared: "WITH \(branches.joined(separator: ",\n"))\n" + candidates, parameters, connection: connection
                 ) { row -> ClaimedRoot in
                     let (id, statusText, kind, priority, createdAt, nextAttemptAt, previousOwner) = try row.decode(
                         (String, String, String?, Int, Int64, Int64?, String?).self)
@@ -592,7 +613,7 @@ extension PostgresTaskStore {
                 // Taken by one statement over the ids. Subtasks are fenced through their root's owner, so they need no
                 // change.
                 let taken = try await rows(
-                    "UPDATE \(names.tasks) AS root SET owner_id = $1 WHERE id = ANY($2::text[]) RETURNING \(returning), txid_current()",
+                    prepared: "UPDATE \(names.tasks) AS root SET owner_id = $1 WHERE id = ANY($2::text[]) RETURNING \(returning), txid_current()",
                     bindings(newOwner, chunk.map(\.id)), connection: connection
                 ) { row -> (TaskRecord?, xid: Int64) in
                     let cells = row.makeRandomAccess()

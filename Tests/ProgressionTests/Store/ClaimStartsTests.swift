@@ -72,11 +72,12 @@ struct ClaimStartsTests {
         await close(store)
     }
 
-    /// SQLite's claim reads, in its transaction, the next time a root it left waits for (the executor asks the store
-    /// for it otherwise, a call that would hold the store's queue while the jobs it started run).
-    @Test func sqlitesClaimReadsTheNextWaitingTimeOfWhatItLeft() async throws {
+    /// SQLite's and PostgreSQL's claims read, in their transaction, the next time a root they left waits for (the
+    /// executor asks the store for it otherwise: on SQLite a call that would hold the store's queue while the jobs
+    /// it started run, on PostgreSQL a round trip of its own).
+    @Test(arguments: starting) func aClaimReadsTheNextWaitingTimeOfWhatItLeft(_ kind: StoreKind) async throws {
         let directory = try TemporaryDirectory()
-        let store = try await StoreKind.sqlite.make(in: directory)
+        let store = try await kind.make(in: directory)
         let (_, none) = try await Self.claim(store)
         #expect(none.nextWaitingTime == .some(nil))
         var later = makeRecord(id: "later", kind: "export")
