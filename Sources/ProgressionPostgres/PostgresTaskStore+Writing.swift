@@ -422,6 +422,13 @@ extension PostgresTaskStore {
                 // For an executor, the same statement reads the next time a root waits for (``ClaimStarts``), which it
                 // would otherwise ask after a claim that did not fill its slots, a round trip of its own. A root waiting
                 // past `now` is not one this claim can take, so reading it before the claim reads what it leaves.
+                //
+                // It also turns sequential scans off for the rest of the transaction, as `apply_batch` does for its
+                // own statements. The claim's statements are kept prepared (``PreparedSQL``), and the server keeps a
+                // plan for them after their first calls: one made while `tasks` was small scanned the whole table once
+                // it had grown (a claim took 5.7 ms instead of 0.5 in the fleet bench, its start 3.5 instead of 0.5).
+                // Without sequential scans, the plan looks rows up by their indexes at any size. This statement's own
+                // plan reads two small tables and one index (`eachPreparedStatementOfAClaimUsesItsIndexes`).
                 var paused: Set<String> = []
                 var limits: [String: Int] = [:]
                 var nextWaiting: Date?
@@ -444,6 +451,8 @@ extension PostgresTaskStore {
                     SELECT 1, name, max_concurrent::int8 FROM (
                       SELECT name, max_concurrent FROM \(names.jobKinds) WHERE max_concurrent IS NOT NULL
                       ORDER BY name FOR UPDATE) AS limited\(nextWaitingBranch)
+                    UNION ALL
+                    SELECT 3, set_config('enable_seqscan', 'off', true), NULL
                     """, claim.starts == nil ? PostgresBindings() : bindings(claim.now.storedMilliseconds),
                     connection: connection, { try $0.decode((Int32, String?, Int64?).self) })
                 {
@@ -452,8 +461,10 @@ extension PostgresTaskStore {
                         paused.insert(name)
                     case (1, let name?):
                         if let value, claim.kinds?.contains(name) ?? true { limits[name] = Int(value) }
-                    default:
+                    case (2, _):
                         nextWaiting = value.map(Date.init(storedMilliseconds:))
+                    default:
+                        break
                     }
                 }
                 claim.starts?.noteNextWaitingTime(nextWaiting)

@@ -1,8 +1,11 @@
 #if PostgreSQL
 import Foundation
+import Logging
 import PostgresNIO
 import Testing
+@testable import Progression
 @testable import ProgressionPostgres
+import ProgressionPostgresTestSupport
 
 /// The store's hot statements, kept prepared on each connection under a name for each text (``PreparedSQL``).
 struct PreparedSQLTests {
@@ -68,6 +71,75 @@ struct PreparedSQLTests {
                 .map { try $0.decode(Int64.self) }.first
         }
         #expect(answer == 2)
+    }
+
+    // MARK: The plans kept for a claim
+    static let now = Date(timeIntervalSince1970: 1_800_000_000)
+
+    static func job(_ id: String) -> TaskRecord {
+        TaskRecord(id: id, name: id, kind: "export", options: .interactive, status: .pending, createdAt: now)
+    }
+
+    /// An executor's claim of every unowned job, with a slot for each, so that each is started in the claim.
+    static func claim(_ store: PostgresTaskStore) async throws -> [ClaimedRoot] {
+        let starts = ClaimStarts(kinds: ["export"], versions: [:], clock: { now }) { _, _ in true }
+        return try await store.claimRoots(
+            RootClaim(
+                fromOwners: [nil], kinds: ["export"], newOwner: "me", limit: 10, now: now, readsTrees: true,
+                versions: [:], starts: starts))
+    }
+
+    /// The server keeps a plan for a prepared statement after its first five calls, made with the table as it was
+    /// then. The first claims of a new schema run while `tasks` holds a few rows, when a scan of the whole table is the
+    /// cheapest plan; kept, that plan then scanned the grown table at every claim. A claim turns sequential scans off
+    /// for its transaction, so that each plan kept looks its rows up by index: after 16 claims on an empty table and
+    /// 5,000 jobs more, no statement the store's connection keeps prepared with a plan scans `tasks` whole. (A
+    /// statement whose plan with its values is cheaper than a kept one, such as the start's, is planned at each call.)
+    @Test func eachPreparedStatementOfAClaimUsesItsIndexes() async throws {
+        var configuration = try await LocalPostgresServer.shared().configuration(
+            schema: PostgresSchemaTests.schemaName("plans"))
+        configuration.maximumConnections = 2
+        configuration.callTimeout = .seconds(60)
+        let store = try await PostgresTaskStore.started(configuration: configuration)
+        defer { Task { await store.close() } }
+        for round in 0..<16 {
+            try await store.insert([Self.job("job\(round)")], events: [])
+            let claimed = try await Self.claim(store)
+            #expect(claimed.map(\.id) == ["job\(round)"])
+            #expect(claimed.map(\.started) == [true])
+        }
+        try await store.insert((0..<5_000).map { Self.job("later\($0)") }, events: [])
+        // Two connections: the store's listener holds one, so that every call goes through the other.
+        let plans = try await store.client.withConnection { connection in
+            try await Self.keptPlans(on: connection, logger: store.logger)
+        }
+        #expect(plans.contains { $0.statement.contains("SKIP LOCKED") }, "the claim's statement has a plan kept")
+        for plan in plans {
+            #expect(!plan.plan.contains("Seq Scan on tasks"), "\(plan.statement)\n\(plan.plan)")
+        }
+    }
+
+    /// The statements `connection` keeps prepared that read or write `tasks` and whose plan the server keeps (a
+    /// generic plan), with that plan.
+    static func keptPlans(
+        on connection: PostgresConnection, logger: Logger
+    ) async throws -> [(statement: String, plan: String)] {
+        let kept = try await connection.query(
+            """
+            SELECT name, statement, cardinality(parameter_types) FROM pg_prepared_statements
+            WHERE name LIKE 'progression%' AND statement LIKE '%.tasks%' AND generic_plans > 0
+            """, logger: logger
+        ).collect().map { try $0.decode((String, String, Int).self) }
+        var plans: [(statement: String, plan: String)] = []
+        for (name, statement, parameters) in kept {
+            let values = Array(repeating: "NULL", count: parameters).joined(separator: ", ")
+            let lines = try await connection.query(
+                PostgresQuery(unsafeSQL: "EXPLAIN EXECUTE \(name)\(parameters == 0 ? "" : "(\(values))")"),
+                logger: logger
+            ).collect().map { try $0.decode(String.self) }
+            plans.append((statement, lines.joined(separator: "\n")))
+        }
+        return plans
     }
 }
 #endif
