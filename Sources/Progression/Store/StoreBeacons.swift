@@ -20,7 +20,8 @@ package final class Broadcast: Sendable {
 
     /// Wakes every waiter, and calls every listener (on the poster's thread).
     package func post() {
-        let (waiters, listeners) = state.withLock { state -> ([CheckedContinuation<Void, Never>], [@Sendable () -> Void]) in
+        typealias Woken = (waiters: [CheckedContinuation<Void, Never>], listeners: [@Sendable () -> Void])
+        let (waiters, listeners) = state.withLock { state -> Woken in
             state.generation &+= 1
             let listeners = state.listeners.isEmpty ? [] : Array(state.listeners.values)
             guard !state.waiters.isEmpty else { return ([], listeners) }
