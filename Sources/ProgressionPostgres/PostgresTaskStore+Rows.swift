@@ -236,6 +236,17 @@ extension PostgresTaskStore {
     ) async throws -> [T] {
         try await PreparedSQL.run(sql, bindings, connection: connection, logger: logger).map(decode)
     }
+
+    /// Rows of `query`, decoded, through a prepared statement when `prepares` (``rows(prepared:_:connection:_:)``),
+    /// unnamed otherwise.
+    func rows<T>(
+        prepared prepares: Bool, _ sql: String, _ bindings: PostgresBindings, connection: PostgresConnection,
+        _ decode: (PostgresRow) throws -> T
+    ) async throws -> [T] {
+        prepares
+            ? try await rows(prepared: sql, bindings, connection: connection, decode)
+            : try await rows(sql, bindings, connection: connection, decode)
+    }
 }
 
 /// A row of `tasks` read by position, as ``TaskRecord/init(row:location:decodeOptions:)`` reads it.

@@ -424,7 +424,7 @@ extension PostgresTaskStore {
                 // past `now` is not one this claim can take, so reading it before the claim reads what it leaves.
                 //
                 // It also turns sequential scans off for the rest of the transaction, as `apply_batch` does for its
-                // own statements. The claim's statements are kept prepared (``PreparedSQL``), and the server keeps a
+                // own statements (this is its first statement on `tasks`: only owners judged dead are read before). The claim's statements are kept prepared (``PreparedSQL``), and the server keeps a
                 // plan for them after their first calls: one made while `tasks` was small scanned the whole table once
                 // it had grown (a claim took 5.7 ms instead of 0.5 in the fleet bench, its start 3.5 instead of 0.5).
                 // Without sequential scans, the plan looks rows up by their indexes at any size. This statement's own
@@ -538,6 +538,8 @@ extension PostgresTaskStore {
                         AND (owner_id IS NULL OR owner_id = ANY($\(parameters.count)::text[]))\(kindCondition)
                       ORDER BY next_attempt_at LIMIT $1 FOR UPDATE SKIP LOCKED)
                     """)
+                // Kept prepared only when it names a few owners: each count of owners is a text of its own.
+                let prepares = branches.count <= PreparedSQL.maximumClaimBranches
                 let candidates = """
                     SELECT id, status, kind, priority, created_at, next_attempt_at, owner_id FROM (\(
                       branches.indices.map { "SELECT * FROM owner\($0)" }.joined(separator: " UNION ALL "))) AS candidates
@@ -560,7 +562,7 @@ extension PostgresTaskStore {
                     // and would miss subtasks that a transaction holding a root's lock wrote and committed meanwhile.
                     let n = claim.readsTrees ? Self.columnCount : 1
                     let taken = try await rows(
-                        prepared: """
+                        prepared: prepares, """
                         WITH \(branches.joined(separator: ",\n")),
                         chosen AS MATERIALIZED (\(candidates) LIMIT $1),
                         taken AS (
@@ -605,7 +607,7 @@ extension PostgresTaskStore {
                     return (roots.sorted(by: ClaimPlan.precedes), first.xid)
                 }
                 let read = try await rows(
-                    prepared: "WITH \(branches.joined(separator: ",\n"))\n" + candidates, parameters, connection: connection
+                    prepared: prepares, "WITH \(branches.joined(separator: ",\n"))\n" + candidates, parameters, connection: connection
                 ) { row -> ClaimedRoot in
                     let (id, statusText, kind, priority, createdAt, nextAttemptAt, previousOwner) = try row.decode(
                         (String, String, String?, Int, Int64, Int64?, String?).self)

@@ -16,11 +16,12 @@ import Synchronization
 /// are therefore read from a task-local value bound around the call (``run(_:_:connection:logger:)``). That is sound
 /// because `PostgresConnection.execute(_:logger:)` reads both in the calling task, within the binding's scope: to build
 /// the task it sends to its channel, and again to describe an error it rethrows. Nothing reads them on another task.
-/// `preparedStatementsAreKeptByTheirTextOnEachConnection` (PostgresStoreTests) fails if that ever changes: it runs two
+/// `preparedStatementsAreKeptByTheirTextOnEachConnection` (PreparedSQLTests) fails if that ever changes: it runs two
 /// statements under names of their own on one connection and checks each one's answer.
 ///
 /// Only statements whose texts are few go through here: each distinct text stays prepared on each connection for its
-/// life (postgres-nio has no way to forget one).
+/// life (postgres-nio has no way to forget one). A claim's text has a branch for each owner it takes from, so a claim
+/// from more than a few owners goes unnamed (``maximumClaimBranches``).
 struct PreparedSQL: PostgresPreparedStatement {
     typealias Row = PostgresRow
 
@@ -63,9 +64,12 @@ struct PreparedSQL: PostgresPreparedStatement {
         } catch let error as PSQLError {
             // postgres-nio keeps a statement whose preparation failed as failed on that connection for good. A text
             // the server could not prepare then (an object missing, a transaction already failed) gets a new name,
-            // so that it is prepared again once the cause is gone; an error of the execution keeps the name.
+            // so that it is prepared again once the cause is gone. Most errors of an execution (a constraint, a
+            // value) keep the name. Some classes come from either (a privilege is checked as the statement runs), so
+            // a text is renamed at most once a minute: a call that keeps failing leaves at most one more statement a
+            // minute on a connection, and a cause fixed is seen within a minute.
             if let code = error.serverInfo?[.sqlState], Self.failsPreparation(code) {
-                names.renew(sql, after: name)
+                names.renew(sql, after: name, at: .now)
             }
             throw error
         }
@@ -81,26 +85,40 @@ struct PreparedSQL: PostgresPreparedStatement {
     /// The names given to the texts sent in this process.
     static let names = Names()
 
+    /// The most branches a claim's text has and still goes through here: the unowned roots, this executor's, one
+    /// owner's more, and the roots whose time has come.
+    static let maximumClaimBranches = 4
+
     /// A name for each text, unique in the process: `progression_` and a number (a text is long, and a name is at
     /// most 63 bytes).
     final class Names: Sendable {
-        private let state = Mutex<(byText: [String: String], next: Int)>(([:], 1))
+        struct Entry {
+            var name: String
+            var renamedAt: ContinuousClock.Instant?
+        }
+
+        private let state = Mutex<(byText: [String: Entry], next: Int)>(([:], 1))
+
+        /// How long a text keeps a name it was given after an error before it can be given another.
+        static let renamingInterval = Duration.seconds(60)
 
         func name(for sql: String) -> String {
             state.withLock { state in
-                if let name = state.byText[sql] { return name }
+                if let entry = state.byText[sql] { return entry.name }
                 let name = "progression_\(state.next)"
                 state.next += 1
-                state.byText[sql] = name
+                state.byText[sql] = Entry(name: name)
                 return name
             }
         }
 
-        /// Gives `sql` a new name, unless another call already did since `name` was read.
-        func renew(_ sql: String, after name: String) {
+        /// Gives `sql` a new name at `now`, unless another call already did since `name` was read, or it was given
+        /// one less than ``renamingInterval`` before.
+        func renew(_ sql: String, after name: String, at now: ContinuousClock.Instant) {
             state.withLock { state in
-                guard state.byText[sql] == name else { return }
-                state.byText[sql] = "progression_\(state.next)"
+                guard let entry = state.byText[sql], entry.name == name else { return }
+                if let renamed = entry.renamedAt, now - renamed < Self.renamingInterval { return }
+                state.byText[sql] = Entry(name: "progression_\(state.next)", renamedAt: now)
                 state.next += 1
             }
         }
