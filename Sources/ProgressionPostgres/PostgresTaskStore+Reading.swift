@@ -8,7 +8,8 @@ extension PostgresTaskStore {
     public func task(id: String) async throws -> TaskRecord? {
         try await read { [self] connection in
             try await rows(
-                prepared: "SELECT \(Self.columns) FROM \(names.tasks) WHERE id = $1", bindings(id), connection: connection
+                prepared: "SELECT \(Self.columns) FROM \(names.tasks) WHERE id = $1", bindings(id),
+                connection: connection
             ) { try record(from: $0) }.first
         }
     }

@@ -240,7 +240,7 @@ extension PostgresTaskStore {
     /// Rows of `query`, decoded, through a prepared statement when `prepares` (``rows(prepared:_:connection:_:)``),
     /// unnamed otherwise.
     func rows<T>(
-        prepared prepares: Bool, _ sql: String, _ bindings: PostgresBindings, connection: PostgresConnection,
+        preparedIf prepares: Bool, _ sql: String, _ bindings: PostgresBindings, connection: PostgresConnection,
         _ decode: (PostgresRow) throws -> T
     ) async throws -> [T] {
         prepares

@@ -409,7 +409,9 @@ extension PostgresTaskStore {
                 var current: [String: Date] = [:]
                 if !judged.isEmpty {
                     for (id, heartbeat) in try await rows(
-                        prepared: "SELECT id, heartbeat_at FROM \(names.owners) WHERE id = ANY($1::text[]) ORDER BY id FOR SHARE",
+                        prepared: """
+                        SELECT id, heartbeat_at FROM \(names.owners) WHERE id = ANY($1::text[]) ORDER BY id FOR SHARE
+                        """,
                         bindings(judged), connection: connection, { try $0.decode((String, Int64).self) })
                     {
                         current[id] = Date(storedMilliseconds: heartbeat)
@@ -419,12 +421,14 @@ extension PostgresTaskStore {
                 guard !fromOwners.isEmpty else { return ([], nil) }
                 // Kinds paused across the fleet, and the limits of kinds that have one, in one statement: the rows of
                 // the limited kinds in job_kinds are locked, so that two claims of one kind count one after the other.
-                // For an executor, the same statement reads the next time a root waits for (``ClaimStarts``), which it
-                // would otherwise ask after a claim that did not fill its slots, a round trip of its own. A root waiting
-                // past `now` is not one this claim can take, so reading it before the claim reads what it leaves.
+                // For an executor, the same statement reads the next time a root waits for (``ClaimStarts``), which
+                // it would otherwise ask after a claim that did not fill its slots, a round trip of its own. A root
+                // waiting past `now` is not one this claim can take, so reading it before the claim reads what it
+                // leaves.
                 //
                 // It also turns sequential scans off for the rest of the transaction, as `apply_batch` does for its
-                // own statements (this is its first statement on `tasks`: only owners judged dead are read before). The claim's statements are kept prepared (``PreparedSQL``), and the server keeps a
+                // own statements (this is the transaction's first statement on `tasks`: only owners judged dead are
+                // read before it). The claim's statements are kept prepared (``PreparedSQL``), and the server keeps a
                 // plan for them after their first calls: one made while `tasks` was small scanned the whole table once
                 // it had grown (a claim took 5.7 ms instead of 0.5 in the fleet bench, its start 3.5 instead of 0.5).
                 // Without sequential scans, the plan looks rows up by their indexes at any size. This statement's own
@@ -562,7 +566,7 @@ extension PostgresTaskStore {
                     // and would miss subtasks that a transaction holding a root's lock wrote and committed meanwhile.
                     let n = claim.readsTrees ? Self.columnCount : 1
                     let taken = try await rows(
-                        prepared: prepares, """
+                        preparedIf: prepares, """
                         WITH \(branches.joined(separator: ",\n")),
                         chosen AS MATERIALIZED (\(candidates) LIMIT $1),
                         taken AS (
@@ -607,7 +611,8 @@ extension PostgresTaskStore {
                     return (roots.sorted(by: ClaimPlan.precedes), first.xid)
                 }
                 let read = try await rows(
-                    prepared: prepares, "WITH \(branches.joined(separator: ",\n"))\n" + candidates, parameters, connection: connection
+                    preparedIf: prepares, "WITH \(branches.joined(separator: ",\n"))\n" + candidates, parameters,
+                    connection: connection
                 ) { row -> ClaimedRoot in
                     let (id, statusText, kind, priority, createdAt, nextAttemptAt, previousOwner) = try row.decode(
                         (String, String, String?, Int, Int64, Int64?, String?).self)
@@ -626,7 +631,10 @@ extension PostgresTaskStore {
                 // Taken by one statement over the ids. Subtasks are fenced through their root's owner, so they need no
                 // change.
                 let taken = try await rows(
-                    prepared: "UPDATE \(names.tasks) AS root SET owner_id = $1 WHERE id = ANY($2::text[]) RETURNING \(returning), txid_current()",
+                    prepared: """
+                    UPDATE \(names.tasks) AS root SET owner_id = $1 WHERE id = ANY($2::text[])
+                    RETURNING \(returning), txid_current()
+                    """,
                     bindings(newOwner, chunk.map(\.id)), connection: connection
                 ) { row -> (TaskRecord?, xid: Int64) in
                     let cells = row.makeRandomAccess()

@@ -8,7 +8,7 @@ import Synchronization
 /// connection, so that the server parses it once per connection instead of at each call, and may keep its plan.
 ///
 /// A statement sent with `query` is an unnamed one: the server parses, analyzes and plans it at every call. On the way
-/// of one job on PostgreSQL that was about 1.6 ms of the server's time (the statement log of `postgres-latency`, in
+/// of one job on PostgreSQL that was about 2 ms of the server's time (the statement log of `postgres-latency`, in
 /// docs/performance.md), more than any statement's execution.
 ///
 /// postgres-nio prepares a statement under ``PostgresPreparedStatement``'s static `name` and `sql`, while the store's

@@ -92,7 +92,8 @@ import Testing
         func holds() async throws -> (a: Int, b: Int, unowned: Int) {
             let census = try await producer.store.census().filter { !$0.status.isFinished }
             return (
-                census.filter { $0.ownerID == first.ownerID }.count, census.filter { $0.ownerID == second.ownerID }.count,
+                census.filter { $0.ownerID == first.ownerID }.count,
+                census.filter { $0.ownerID == second.ownerID }.count,
                 census.filter { $0.ownerID == nil && $0.status == .pending }.count
             )
         }
