@@ -351,6 +351,13 @@ extension LocalPostgresServer {
         try await Self.offThePool { try self.terminateBackends(applicationName: applicationName, fraction: fraction) }
     }
 
+    /// ``stop()`` on a thread of its own, not waited for: for a test's `defer`, which cannot wait without holding a
+    /// thread of the cooperative pool while `pg_ctl` runs (seconds on a loaded machine). A test process that ends first
+    /// leaves the rest to the server's watchdog.
+    package func discard() {
+        Thread { self.stop() }.start()
+    }
+
     /// ``sql(_:)``, off the cooperative pool.
     package func sql(_ statement: String) async throws -> String {
         try await Self.offThePool { try self.sql(statement) }

@@ -105,7 +105,7 @@ struct BatchCallTests {
     /// and its event is not stored twice.
     @Test func aBatchThatCommittedBehindACutLinkIsKnownAsWrittenOnceTheServerAnswers() async throws {
         let server = try await PostgresResilienceTests.server(tcp: true)
-        defer { server.stop() }
+        defer { server.discard() }
         let proxy = try TCPProxy(port: server.tcpPort)
         defer { proxy.stop() }
         var throughProxy = PostgresTaskStore.Configuration(

@@ -106,11 +106,11 @@ struct PostgresResilienceTests {
     /// Submits `count` step jobs, runs them while `disturb` is done to the server twice (after a quarter and after
     /// half of the steps were committed), and checks that every job completed, no committed step ran again, and the
     /// executor wrote (its heartbeat) after the last disturbance.
-    static func runThrough(_ disturbance: String, disturb: @escaping @Sendable (LocalPostgresServer) throws -> Void)
-        async throws
-    {
+    static func runThrough(
+        _ disturbance: String, disturb: @escaping @Sendable (LocalPostgresServer) async throws -> Void
+    ) async throws {
         let server = try await Self.server()
-        defer { server.stop() }
+        defer { server.discard() }
         let ledger = Ledger()
         try await PostgresTaskStore.withStore(configuration: configuration(server)) { store in
             let executor = try executor(store, ledger: ledger)
@@ -127,7 +127,7 @@ struct PostgresResilienceTests {
                     Issue.record(Comment(rawValue: try await diagnosis(executor, store, ledger: ledger)))
                     throw error
                 }
-                try disturb(server)
+                try await disturb(server)
             }
             let disturbed = Date()
             do {
@@ -175,20 +175,20 @@ struct PostgresResilienceTests {
 
     @Test(arguments: LocalPostgresServer.StopMode.allCases)
     func jobsCompleteOnceThroughServerRestarts(mode: LocalPostgresServer.StopMode) async throws {
-        try await Self.runThrough("pg_ctl restart -m \(mode)") { try $0.restart(mode) }
+        try await Self.runThrough("pg_ctl restart -m \(mode)") { try await $0.restart(mode) }
     }
 
     @Test func jobsCompleteOnceWhileTheirBackendsAreKilled() async throws {
         try await Self.runThrough("pg_terminate_backend") { server in
             // Twice in a row: the writer's connection, the listener's and whichever the pool opened again.
-            try server.terminateBackends()
-            try server.terminateBackends()
+            try await server.terminateBackends()
+            try await server.terminateBackends()
         }
     }
 
     @Test func aCallWhileTheServerIsDownFailsWithinItsDeadlineAndTheNextOneAfterItWorks() async throws {
         let server = try await Self.server()
-        defer { server.stop() }
+        defer { server.discard() }
         // The deadline is the one of the other tests here (5 s): what is checked is that a call ends while the server
         // is down, not how soon (a shorter one made a loaded machine's first calls to a live server fail for a minute).
         let configuration = Self.configuration(server)
@@ -222,7 +222,7 @@ struct PostgresResilienceTests {
 
     @Test func aStatementTheServerRefusesIsFinalAndOneThatWaitsPastItsDeadlineIsTransient() async throws {
         let server = try await Self.server()
-        defer { server.stop() }
+        defer { server.discard() }
         // The refusals on a deadline no loaded machine reaches: what is checked is the server's answer.
         var patient = Self.configuration(server)
         patient.callTimeout = .seconds(60)
@@ -236,11 +236,11 @@ struct PostgresResilienceTests {
             // A lock held elsewhere past the call's deadline: the call ends (the server's statement_timeout or the
             // client's deadline, whichever comes first), transient.
             // Held far longer than the deadline (a loaded machine may see it held late), and ended once checked.
-            let holder = Task.detached {
-                try? server.sql("BEGIN; LOCK TABLE resilience.owners IN ACCESS EXCLUSIVE MODE; SELECT pg_sleep(300); COMMIT")
+            let holder = Task {
+                try? await server.sql("BEGIN; LOCK TABLE resilience.owners IN ACCESS EXCLUSIVE MODE; SELECT pg_sleep(300); COMMIT")
             }
             try await poll("the lock to be held", timeout: .seconds(120)) {
-                let held = try server.sql(
+                let held = try await server.sql(
                     "SELECT count(*) FROM pg_locks l JOIN pg_class c ON c.oid = l.relation WHERE c.relname = 'owners' AND l.mode = 'AccessExclusiveLock'")
                 return held.trimmingCharacters(in: .whitespacesAndNewlines) != "0"
             }
@@ -264,7 +264,7 @@ struct PostgresResilienceTests {
 
     @Test func listeningResumesAfterARestart() async throws {
         let server = try await Self.server()
-        defer { server.stop() }
+        defer { server.discard() }
         var quiet = Self.configuration(server)
         // No poll tick within the test: only a notification moves the counter.
         quiet.changePollInterval = .seconds(3_600)
@@ -290,7 +290,7 @@ struct PostgresResilienceTests {
 
     @Test func aGracefulStopEndsWhileTheServerIsDown() async throws {
         let server = try await Self.server()
-        defer { server.stop() }
+        defer { server.discard() }
         let ledger = Ledger()
         let store = try await PostgresTaskStore.started(configuration: Self.configuration(server))
         let executor = try Self.executor(store, ledger: ledger)
@@ -314,7 +314,7 @@ struct PostgresResilienceTests {
     /// another owner's and stopped the job, which then stayed running).
     @Test func whatALostCommitStoredStaysKnownUntilABatchLeavingItOutCommits() async throws {
         let server = try await Self.server()
-        defer { server.stop() }
+        defer { server.discard() }
         try await PostgresTaskStore.withStore(configuration: Self.configuration(server, schema: "settle", serverGoesAway: false)) { store in
             let t0 = Date(timeIntervalSince1970: 1_700_000_000)
             var root = TaskRecord(id: "r", name: "r", kind: "k", status: .running, ownerID: "o", createdAt: t0)
@@ -326,9 +326,8 @@ struct PostgresResilienceTests {
             first.events = [created]
             _ = try await store.apply(first)
             // Its answer lost while the server was down: the executor got an error and keeps what it held.
-            let xid = try await #require(Int64(
-                try server.sql("SELECT xmin::text FROM settle.tasks WHERE id = 'r.1'")
-                    .trimmingCharacters(in: .whitespacesAndNewlines)))
+            let xmin = try await server.sql("SELECT xmin::text FROM settle.tasks WHERE id = 'r.1'")
+            let xid = try #require(Int64(xmin.trimmingCharacters(in: .whitespacesAndNewlines)))
             store.ambiguous.withLock {
                 $0.batches.append(Ambiguous.Batch(commit: .transaction(xid), writes: .init(inserts: ["r.1"], events: [created: 1])))
             }
@@ -359,7 +358,7 @@ struct PostgresResilienceTests {
     /// the executor renews no lease until its writes go through again, so that another host would take its roots.
     @Test func anExecutorWhoseWritesFailRenewsNoLease() async throws {
         let server = try await Self.server()
-        defer { server.stop() }
+        defer { server.discard() }
         let ledger = Ledger()
         try await PostgresTaskStore.withStore(configuration: Self.configuration(server, schema: "lease", serverGoesAway: false)) { store in
             let executor = try Self.executor(store, ledger: ledger)
@@ -400,7 +399,7 @@ struct PostgresResilienceTests {
     /// and it takes new work again.
     @Test func aWorkerCutOffIsFencedAndTakesNewWorkOnceHealed() async throws {
         let server = try await Self.server(tcp: true)
-        defer { server.stop() }
+        defer { server.discard() }
         let proxy = try TCPProxy(port: server.tcpPort)
         defer { proxy.stop() }
         var throughProxy = PostgresTaskStore.Configuration(

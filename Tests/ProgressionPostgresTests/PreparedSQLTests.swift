@@ -123,7 +123,7 @@ struct PreparedSQLTests {
         // The store's listener holds one of the two connections, so that every call goes through the other.
         await store.changes.waitUntilListening(timeout: .seconds(60))
         // No automatic ANALYZE: it would drop the plans kept, and those made again would see the grown table.
-        try await store.client.withConnection { connection in
+        _ = try await store.client.withConnection { connection in
             try await connection.query(
                 PostgresQuery(unsafeSQL: "ALTER TABLE \(store.names.tasks) SET (autovacuum_enabled = false)"),
                 logger: store.logger)

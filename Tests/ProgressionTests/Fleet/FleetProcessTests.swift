@@ -36,7 +36,13 @@ import ProgressionPostgresTestSupport
             switch self {
             case .sqlite: return try SQLiteTaskStore(path: location)
             #if PostgreSQL
-            case .postgres: return try await PostgresTaskStore.started(configuration: .init(url: location))
+            case .postgres:
+                // As generous as the shared server's configurations: the test's reads are not what it checks, and a
+                // loaded machine has stalled for longer than the default 10 s (two tests' reads failed at once in a CI
+                // run).
+                var configuration = try PostgresTaskStore.Configuration(url: location)
+                configuration.callTimeout = .seconds(60)
+                return try await PostgresTaskStore.started(configuration: configuration)
             #endif
             }
         }
