@@ -191,13 +191,16 @@ struct GateJob: JobKind {
 
 /// A job that moves `moves` times (a report every `moveMilliseconds`), then hangs — its code waits for ever, as on a
 /// network call that never answers — in its first `hangingAttempts` attempts, and completes in the next. The stall
-/// rule comes with the options it is submitted with. Ledger: `hang-begin ID ATTEMPT WORKER` as an attempt begins,
+/// rule comes with the options it is submitted with. `laterMoves`, when set, is the number of moves of every attempt after
+/// the first (a test that pauses the first attempt gives it more moves than any machine runs before the pause lands).
+/// Ledger: `hang-begin ID ATTEMPT WORKER` as an attempt begins,
 /// `hang-moved ID N` after each report, `hang-done ID WORKER` when it completes.
 struct HangJob: JobKind {
     struct Input: Codable, Sendable {
         var moves = 0
         var moveMilliseconds = 100
         var hangingAttempts = 1
+        var laterMoves: Int?
     }
     static let name = "fleet.hang"
     static let options = TaskOptions.interactive.retryable()
@@ -211,9 +214,10 @@ struct HangJob: JobKind {
         let attempt = (try context.lastCheckpoint(as: Int.self) ?? 0) + 1
         try await context.checkpoint(attempt)
         ledger.append("hang-begin \(id) \(attempt) \(worker)")
-        for move in 0..<input.moves {
+        let moves = attempt > 1 ? input.laterMoves ?? input.moves : input.moves
+        for move in 0..<moves {
             try await Task.sleep(for: .milliseconds(input.moveMilliseconds))
-            try await context.report(.progress(Double(move + 1) / Double(input.moves + 1)))
+            try await context.report(.progress(Double(move + 1) / Double(moves + 1)))
             ledger.append("hang-moved \(id) \(move + 1)")
         }
         if attempt <= input.hangingAttempts {

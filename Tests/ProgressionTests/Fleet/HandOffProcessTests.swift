@@ -26,8 +26,11 @@ import Testing
 
         let a = try await FleetProcessTests.worker(
             "a", db: db, ledger: ledger, in: directory, ["--kinds", "hang", "--concurrency", "1"])
-        // It moves every 50 ms (a pause holds it at its next report), 200 times, then completes.
-        let job = try await jobs.submit(Hang.self, input: .init(moves: 200, moveMilliseconds: 50, hangingAttempts: 0))
+        // Its first attempt moves every 50 ms (a pause holds it at its next report) for 100,000 moves (83 minutes), so
+        // that it is still running when the pause lands however long the machine takes to send it; the attempt after
+        // the resume completes at once.
+        let job = try await jobs.submit(
+            Hang.self, input: .init(moves: 100_000, moveMilliseconds: 50, hangingAttempts: 0, laterMoves: 0))
         try await poll("the job to move on a", timeout: .seconds(60)) { ledger.contains(prefix: "hang-moved \(job) 1") }
         _ = try await progressctl(["pause", job])
         try await poll("the job to be paused", timeout: .seconds(60)) { try await store.task(id: job)?.status == .paused }

@@ -16,6 +16,7 @@ import Testing
             var moves = 0
             var moveMilliseconds = 100
             var hangingAttempts = 1
+            var laterMoves: Int?
         }
         static let name = "fleet.hang"
         static let options = TaskOptions.interactive.retryable()
