@@ -39,6 +39,11 @@ let package = Package(
             description: "ProgressionConsole (the operator's console in a browser, on Hummingbird) and "
                 + "`progressctl console`. Off by default: SQLite users and progression-demo do not build Hummingbird."
         ),
+        .trait(
+            name: "LatencyTimeline",
+            description: "Marks along one job's way (LatencyTimeline), printed stage by stage by progression-bench's "
+                + "latency scenarios. Off by default: without it a mark costs nothing."
+        ),
         .default(enabledTraits: []),
     ],
     dependencies: [

@@ -35,6 +35,7 @@ enum JobLatency {
         let p99 = Measurement.percentile(sorted: sorted, 0.99)
         context.log(
             "job latency, \(name): p50 \(String(format1: p50, decimals: 2)) ms, p99 \(String(format1: p99, decimals: 2)) ms")
+        if LatencyTimeline.isRecording { logStages(LatencyTimeline.stages(LatencyTimeline.take()), context: context) }
         let shape = "\(name), a JobClient and a worker (8 slots) on connections of their own, one job at a time, \(count) jobs"
         return [
             Figure(
@@ -62,10 +63,33 @@ enum JobLatency {
             let elapsed = ContinuousClock.now - start
             guard result == n else { throw BenchFailure("job \(id) returned \(result), not \(n)") }
             if n >= 20 { times.append(elapsed.inMilliseconds) }
+            // The timeline (a build with the LatencyTimeline trait) keeps the measured jobs only.
+            if n == 19 { _ = LatencyTimeline.take() }
         }
         await worker.shutdown()
         await closeWorker()
         await closeClient()
         return times
+    }
+
+    /// The stages of the measured jobs' way (``LatencyTimeline``), each its median and mean over the jobs that passed
+    /// it, in µs; the medians' sum beside the p50 of the whole.
+    static func logStages(_ jobs: [[LatencyTimeline.Point: Duration]], context: BenchContext) {
+        context.log("  stages of \(jobs.count) jobs (µs: median, mean; jobs that passed the point):")
+        var sum = 0.0
+        for point in LatencyTimeline.Point.allCases.dropFirst() {
+            let times = jobs.compactMap { $0[point].map { $0.inMilliseconds * 1_000 } }.sorted()
+            guard !times.isEmpty else { continue }
+            let median = Measurement.percentile(sorted: times, 0.5)
+            sum += median
+            let mean = times.reduce(0, +) / Double(times.count)
+            context.log("  \(pad(median, 6)) \(pad(mean, 6))  \(pad(Double(times.count), 4))  \(point.stage)")
+        }
+        context.log("  \(pad(sum, 6)) µs: the medians' sum")
+    }
+
+    private static func pad(_ value: Double, _ width: Int) -> String {
+        let text = String(format1: value, decimals: 0)
+        return String(repeating: " ", count: max(0, width - text.count)) + text
     }
 }

@@ -60,6 +60,8 @@ extension ExecutionEngine {
         var startsLoaded = 0
         defer { giveBackClaimStarts(starts.close() - startsLoaded) }
         do {
+            LatencyTimeline.mark(.claimBegan)
+            defer { LatencyTimeline.mark(.claimReturned) }
             claimed = try await store.claimRoots(
                 RootClaim(
                     fromOwners: [nil] + dead.keys.sorted(), kinds: kinds, newOwner: ownerID, limit: room, now: now,

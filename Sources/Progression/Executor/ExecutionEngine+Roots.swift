@@ -78,6 +78,7 @@ extension ExecutionEngine {
     /// ended, gives the slot back, and waits for that record's commit. A root whose start the store refused (another
     /// worker took it, or an operator changed it) is dropped without running.
     func runRoot(_ handle: NodeHandle) async {
+        LatencyTimeline.mark(.runBegan)
         let start = locked { state -> (sequence: Int64, body: RootBody)? in
             guard let node = state.nodes[handle], let body = node.body else { return nil }
             // A start its claim committed waits for nothing.
@@ -109,9 +110,11 @@ extension ExecutionEngine {
         }
         let span = tracer.startSpan(started.name, context: .topLevel, ofKind: .internal)
         Self.describe(span, started)
+        LatencyTimeline.mark(.codeBegan)
         let result = await ServiceContext.withValue(span.context) {
             await execute(handle, isRoot: true) { context in try await start.body(context) }
         }
+        LatencyTimeline.mark(.codeReturned)
         Self.end(span, result)
         end(handle, result, started: started)
     }

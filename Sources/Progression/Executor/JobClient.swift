@@ -90,6 +90,7 @@ public struct JobClient: Sendable {
     public func submit<Kind: JobKind>(
         _ kind: Kind.Type, inputs: [Kind.Input], options: (Kind.Input) -> JobOptions = { _ in JobOptions() }
     ) async throws -> [String] {
+        LatencyTimeline.mark(.submitBegan)
         let now = clock.date()
         var records: [TaskRecord] = []
         var dependencies: [JobDependency] = []
@@ -105,6 +106,7 @@ public struct JobClient: Sendable {
             records.append(record)
         }
         let ids = try await JobInserter(store: backend).insert(records, dependencies: dependencies)
+        LatencyTimeline.mark(.submitCommitted)
         (backend as? any BroadcastingChanges)?.beacons.submissions.post()
         return ids
     }
@@ -250,6 +252,7 @@ public struct JobClient: Sendable {
         of id: String, as kind: Kind.Type, timeout: Duration? = nil
     ) async throws -> Kind.Output where Kind.Output: Decodable {
         let record = try await wait(for: id, timeout: timeout)
+        LatencyTimeline.mark(.resultReturned)
         guard record.status == .completed else { throw JobFailedError(record) }
         return try JobCoding.decoder.decode(Kind.Output.self, from: record.result ?? Data("null".utf8))
     }

@@ -110,7 +110,9 @@ actor StoreWriter {
     private func write(_ taken: GraphState.TakenBatch) async -> Written? {
         let started = ContinuousClock.now
         do {
+            LatencyTimeline.mark(.batchBegan)
             let result = try await engine.store.apply(taken.batch)
+            LatencyTimeline.mark(.batchCommitted)
             let duration = ContinuousClock.now - started
             engine.metrics.commitDuration.recordNanoseconds(Self.nanoseconds(duration))
             engine.metrics.batchSize.record(
@@ -139,7 +141,10 @@ actor StoreWriter {
             if !children.isEmpty { engine.leaseLost(children) }
             engine.perform(committed.effects)
             for waiter in committed.waiters { waiter.resume() }
-            if let ends, !told.isEmpty { ends.post(told) }
+            if let ends, !told.isEmpty {
+                ends.post(told)
+                LatencyTimeline.mark(.endTold)
+            }
             if taken.batch.changesJobTrees { engine.treeSignal.signal() }
             engine.noteStorageRecovered()
             engine.publisherSignal.signal()
