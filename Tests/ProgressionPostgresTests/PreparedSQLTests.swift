@@ -111,8 +111,9 @@ struct PreparedSQLTests {
     /// then. The first claims of a new schema run while `tasks` holds a few rows, when a scan of the whole table is the
     /// cheapest plan; kept, that plan then scanned the grown table at every claim. A claim turns sequential scans off
     /// for its transaction, so that each plan kept looks its rows up by index: after 16 claims on an empty table and
-    /// 5,000 jobs more, no statement the store's connection keeps prepared with a plan scans `tasks` whole. (A
-    /// statement whose plan with its values is cheaper than a kept one, such as the start's, is planned at each call.)
+    /// 5,000 jobs more, no statement the store's connection keeps prepared with a plan scans `tasks` whole. The
+    /// claim's statements after its first are planned once and that plan kept (`plan_cache_mode`): the start's and the
+    /// read of which roots have subtasks, whose array values made the server plan them again at every call, too.
     @Test func eachPreparedStatementOfAClaimUsesItsIndexes() async throws {
         var configuration = try await LocalPostgresServer.shared().configuration(
             schema: PostgresSchemaTests.schemaName("plans"))
@@ -133,6 +134,19 @@ struct PreparedSQLTests {
             let claimed = try await Self.claim(store)
             #expect(claimed.map(\.id) == ["job\(round)"])
             #expect(claimed.map(\.started) == [true])
+        }
+        let planned = try await store.client.withConnection { connection in
+            try await connection.query(
+                """
+                SELECT statement, generic_plans, custom_plans FROM pg_prepared_statements
+                WHERE name LIKE 'progression%' AND (statement LIKE '%SKIP LOCKED%'
+                  OR statement LIKE 'WITH started AS%' OR statement LIKE 'SELECT DISTINCT root_id%')
+                """, logger: store.logger
+            ).collect().map { try $0.decode((String, Int64, Int64).self) }
+        }
+        #expect(planned.count == 3, "the claim's, the start's and the subtasks' statements: \(planned.map(\.0))")
+        for (statement, generic, custom) in planned {
+            #expect(custom == 0 && generic == 16, "\(statement): \(generic) calls with the plan kept, \(custom) planned")
         }
         try await store.insert((0..<5_000).map { Self.job("later\($0)") }, events: [])
         let plans = try await store.client.withConnection { connection in
