@@ -11,6 +11,13 @@ extension ExecutionEngine {
     /// Runs every loop until cancelled.
     func runLoops() async {
         let writer = StoreWriter(engine: self)
+        // A JobClient of this process waiting for a root this executor runs waits for its end told (``RootEnds``).
+        let ends = capabilities.beacons?.ends
+        let owner = ownerID
+        let teller = ends?.addTeller { [weak self] id in
+            self?.locked { $0.willTellEnd(of: id, owner: owner) } ?? false
+        }
+        defer { if let ends, let teller { ends.removeTeller(teller) } }
         let loops: [@Sendable () async -> Void] = [
             { await writer.run() }, { await self.runTimers() }, { await self.runPublisher() },
             { await self.runMaintenance() }, { await self.runControlRequests() }, { await self.runClaims() },

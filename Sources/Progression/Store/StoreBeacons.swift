@@ -167,6 +167,9 @@ package final class RootEnds: Sendable {
     private struct State {
         var nextToken = 0
         var watches: [String: [Int: Watch]] = [:]
+        /// The executors of this process that tell the ends they commit, by token: each says whether it will tell a
+        /// root's end.
+        var tellers: [Int: @Sendable (String) -> Bool] = [:]
     }
 
     private let state = Mutex(State())
@@ -193,6 +196,28 @@ package final class RootEnds: Sendable {
             return watch
         }
         watch?.waiter?()
+    }
+
+    /// Registers an executor of this process that tells the ends it commits: `willTell(id)` says whether it will tell
+    /// the end of root `id` (it runs it now). It must be quick and must not wait. Returns a token for
+    /// ``removeTeller(_:)``.
+    package func addTeller(_ willTell: @escaping @Sendable (String) -> Bool) -> Int {
+        state.withLock { state in
+            state.nextToken &+= 1
+            state.tellers[state.nextToken] = willTell
+            return state.nextToken
+        }
+    }
+
+    package func removeTeller(_ token: Int) {
+        _ = state.withLock { $0.tellers.removeValue(forKey: token) }
+    }
+
+    /// Whether an executor of this process says it will tell the end of root `id`: a waiter of that root need not read
+    /// it at the other commits of the process, only when its end is told.
+    package func willBeTold(_ id: String) -> Bool {
+        let tellers = state.withLock { Array($0.tellers.values) }
+        return tellers.contains { $0(id) }
     }
 
     /// Tells the watchers of the roots of `ends` that those ends were committed.

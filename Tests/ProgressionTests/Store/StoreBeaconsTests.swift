@@ -203,6 +203,44 @@ struct StoreBeaconsTests {
         await clientStore.close()
     }
 
+    /// A JobClient waiting for a job that an executor of its process runs waits for the end that executor tells: the
+    /// other commits of the process (30 jobs submitted and run meanwhile, the job's own reports) do not make it read the
+    /// job, nor does the wait's beginning, and it returns the row told with the end. (One read a second stays, should
+    /// the executor let the job go without an end: the bound allows for a slow machine.)
+    @Test func aWaiterOfAJobRunHereReadsItNotAtOtherCommitsAndReturnsTheEndTold() async throws {
+        let directory = try TemporaryDirectory()
+        let workerStore = try SQLiteTaskStore(path: directory.file("jobs.sqlite"))
+        let clientStore = try SQLiteTaskStore(path: directory.file("jobs.sqlite"))
+        let counted = CountedReads(clientStore)
+        var configuration = TaskExecutor.Configuration()
+        configuration.controlPollInterval = .seconds(3_600)
+        let worker = try TaskExecutor(store: workerStore, configuration: configuration)
+        let gate = Gate()
+        try worker.register(Gated(gate: gate))
+        try worker.register(Echo())
+        try await worker.start()
+        var clientConfiguration = JobClient.Configuration()
+        clientConfiguration.pollInterval = .seconds(3_600)
+        let client = try JobClient(store: counted, configuration: clientConfiguration)
+        let id = try await client.submit(Gated.self, input: .init())
+        try await poll("the job running") { try await workerStore.task(id: id)?.status == .running }
+        let began = ContinuousClock.now
+        let waiter = Task { try await client.wait(for: id) }
+        for n in 0..<30 {
+            let echo = try await client.submit(Echo.self, input: .init(n: n))
+            #expect(try await client.result(of: echo, as: Echo.self, timeout: .seconds(60)) == n)
+        }
+        gate.open()
+        let returned = try await within(.seconds(60), "the wait") { try await waiter.value }
+        let seconds = Int((ContinuousClock.now - began) / .seconds(1))
+        #expect(returned.status == .completed)
+        #expect(returned == (try await workerStore.task(id: id)))
+        #expect(counted.readsOf(id) <= seconds + 1, "\(counted.readsOf(id)) reads in \(seconds) s")
+        await worker.shutdown()
+        await workerStore.close()
+        await clientStore.close()
+    }
+
     /// Reads of jobs through a store, by id.
     final class CountedReads: TaskStoreForwarding, BroadcastingChanges {
         let inner: SQLiteTaskStore

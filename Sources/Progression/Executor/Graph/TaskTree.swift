@@ -19,6 +19,17 @@ extension GraphState {
         return node.links.isEmpty
     }
 
+    /// Whether this executor (`owner`) will commit the end of root `id` and tell it (``RootEnds``): it holds the root in
+    /// the store, writes its row alone, and runs it now with nothing stopping it, or has ended it and not committed that
+    /// end yet. A root that leaves before it ends (a pause, a durable wait, a lost lease) stops being one at once.
+    func willTellEnd(of id: String, owner: String) -> Bool {
+        guard let node = node(id: id), node.isRoot, node.committed.ownerID == owner, writesAlone(node.record),
+            !node.conflicted, !node.removed, node.stopReason != .leaseLost, node.stopReason != .shutdown
+        else { return false }
+        if node.record.status == .running { return node.stopReason == nil }
+        return node.record.status.isFinished && !node.committed.status.isFinished
+    }
+
     /// Adds a root. `stored`: its row exists already (a root loaded from the store); else the writer inserts it.
     mutating func addRoot(_ record: TaskRecord, stored: Bool) -> TaskNode {
         let node = TaskNode(handle: nextHandle, record: record, sequence: changeSequence, stored: stored)
