@@ -162,18 +162,8 @@ struct StoreBeaconsTests {
     @Test(arguments: Ending.allCases)
     func anEndIsToldWithTheRowAsCommittedAndAWaiterReturnsIt(ending: Ending) async throws {
         let directory = try TemporaryDirectory()
-        let workerStore = try SQLiteTaskStore(path: directory.file("jobs.sqlite"))
-        let clientStore = try SQLiteTaskStore(path: directory.file("jobs.sqlite"))
-        var configuration = TaskExecutor.Configuration()
-        configuration.controlPollInterval = .seconds(3_600)
-        let worker = try TaskExecutor(store: workerStore, configuration: configuration)
         let gate = Gate()
-        try worker.register(Gated(gate: gate))
-        try worker.register(Echo())
-        try await worker.start()
-        var clientConfiguration = JobClient.Configuration()
-        clientConfiguration.pollInterval = .seconds(3_600)
-        let client = try JobClient(store: clientStore, configuration: clientConfiguration)
+        let (worker, workerStore, clientStore, client) = try await Self.workerAndClient(in: directory, gate: gate)
         let id = try await client.submit(
             Gated.self, input: .init(fails: ending == .fails, startsChild: ending == .parentCompletes))
         let ends = workerStore.beacons.ends
@@ -209,19 +199,14 @@ struct StoreBeaconsTests {
     /// the executor let the job go without an end: the bound allows for a slow machine.)
     @Test func aWaiterOfAJobRunHereReadsItNotAtOtherCommitsAndReturnsTheEndTold() async throws {
         let directory = try TemporaryDirectory()
-        let workerStore = try SQLiteTaskStore(path: directory.file("jobs.sqlite"))
-        let clientStore = try SQLiteTaskStore(path: directory.file("jobs.sqlite"))
-        let counted = CountedReads(clientStore)
-        var configuration = TaskExecutor.Configuration()
-        configuration.controlPollInterval = .seconds(3_600)
-        let worker = try TaskExecutor(store: workerStore, configuration: configuration)
         let gate = Gate()
-        try worker.register(Gated(gate: gate))
-        try worker.register(Echo())
-        try await worker.start()
-        var clientConfiguration = JobClient.Configuration()
-        clientConfiguration.pollInterval = .seconds(3_600)
-        let client = try JobClient(store: counted, configuration: clientConfiguration)
+        var counted: CountedReads?
+        let (worker, workerStore, clientStore, client) = try await Self.workerAndClient(in: directory, gate: gate) {
+            let reads = CountedReads($0)
+            counted = reads
+            return reads
+        }
+        let reads = try #require(counted)
         let id = try await client.submit(Gated.self, input: .init())
         try await poll("the job running") { try await workerStore.task(id: id)?.status == .running }
         let began = ContinuousClock.now
@@ -235,10 +220,31 @@ struct StoreBeaconsTests {
         let seconds = Int((ContinuousClock.now - began) / .seconds(1))
         #expect(returned.status == .completed)
         #expect(returned == (try await workerStore.task(id: id)))
-        #expect(counted.readsOf(id) <= seconds + 1, "\(counted.readsOf(id)) reads in \(seconds) s")
+        #expect(reads.readsOf(id) <= seconds + 1, "\(reads.readsOf(id)) reads in \(seconds) s")
         await worker.shutdown()
         await workerStore.close()
         await clientStore.close()
+    }
+
+    /// A worker executor (the gated and echo kinds) on a store of a new database in `directory`, started, and a
+    /// JobClient on a second store of that database (as `client` wraps it), which polls only hourly: the worker's
+    /// commits are what wakes it.
+    static func workerAndClient(
+        in directory: TemporaryDirectory, gate: Gate,
+        client wrap: (SQLiteTaskStore) -> any TaskStoreBackend = { $0 }
+    ) async throws -> (TaskExecutor, SQLiteTaskStore, SQLiteTaskStore, JobClient) {
+        let workerStore = try SQLiteTaskStore(path: directory.file("jobs.sqlite"))
+        let clientStore = try SQLiteTaskStore(path: directory.file("jobs.sqlite"))
+        var configuration = TaskExecutor.Configuration()
+        configuration.controlPollInterval = .seconds(3_600)
+        let worker = try TaskExecutor(store: workerStore, configuration: configuration)
+        try worker.register(Gated(gate: gate))
+        try worker.register(Echo())
+        try await worker.start()
+        var clientConfiguration = JobClient.Configuration()
+        clientConfiguration.pollInterval = .seconds(3_600)
+        let client = JobClient(backend: wrap(clientStore), configuration: clientConfiguration)
+        return (worker, workerStore, clientStore, client)
     }
 
     /// Reads of jobs through a store, by id.
