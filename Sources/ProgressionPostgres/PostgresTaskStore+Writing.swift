@@ -434,13 +434,19 @@ extension PostgresTaskStore {
                 // Without sequential scans, the plan looks rows up by their indexes at any size. This statement's own
                 // plan reads two small tables and one index (`eachPreparedStatementOfAClaimUsesItsIndexes`).
                 //
-                // And it has the server keep one plan for each later statement of the transaction from its first call
-                // (`plan_cache_mode`, as `apply_batch` does): the start's statement and the read of which roots have
-                // subtasks, whose array values made the server plan them again at every call, spent 130 and 113 µs of
-                // a claim's server time planning (pg_stat_statements over `postgres-latency`; 1 µs each since).
+                // And, when the claim's statement is kept prepared, it has the server keep one plan for each later
+                // statement of the transaction from its first call (`plan_cache_mode`, as `apply_batch` does): the
+                // start's statement and the read of which roots have subtasks, whose array values made the server plan
+                // them again at every call, spent 130 and 113 µs of a claim's server time planning (pg_stat_statements
+                // over `postgres-latency`; 1 µs each since). A claim of many dead owners' roots, whose statement is
+                // planned at each call anyway, keeps the plans made for its values.
                 var paused: Set<String> = []
                 var limits: [String: Int] = [:]
                 var nextWaiting: Date?
+                // The claim's statement is kept prepared only when it names a few owners (a branch each, and one for
+                // the roots that waited): each count of owners is a text of its own.
+                let prepares = Set(fromOwners).count + 1 <= PreparedSQL.maximumClaimBranches
+                let plansKept = prepares ? " || set_config('plan_cache_mode', 'force_generic_plan', true)" : ""
                 let nextWaitingBranch =
                     claim.starts == nil
                     ? ""
@@ -461,8 +467,7 @@ extension PostgresTaskStore {
                       SELECT name, max_concurrent FROM \(names.jobKinds) WHERE max_concurrent IS NOT NULL
                       ORDER BY name FOR UPDATE) AS limited\(nextWaitingBranch)
                     UNION ALL
-                    SELECT 3, set_config('enable_seqscan', 'off', true)
-                      || set_config('plan_cache_mode', 'force_generic_plan', true), NULL
+                    SELECT 3, set_config('enable_seqscan', 'off', true)\(plansKept), NULL
                     """, claim.starts == nil ? PostgresBindings() : bindings(claim.now.storedMilliseconds),
                     connection: connection, { try $0.decode((Int32, String?, Int64?).self) })
                 {
@@ -548,8 +553,6 @@ extension PostgresTaskStore {
                         AND (owner_id IS NULL OR owner_id = ANY($\(parameters.count)::text[]))\(kindCondition)
                       ORDER BY next_attempt_at LIMIT $1 FOR UPDATE SKIP LOCKED)
                     """)
-                // Kept prepared only when it names a few owners: each count of owners is a text of its own.
-                let prepares = branches.count <= PreparedSQL.maximumClaimBranches
                 let candidates = """
                     SELECT id, status, kind, priority, created_at, next_attempt_at, owner_id FROM (\(
                       branches.indices.map { "SELECT * FROM owner\($0)" }.joined(separator: " UNION ALL "))) AS candidates

@@ -146,7 +146,7 @@ struct PreparedSQLTests {
         }
         #expect(planned.count == 3, "the claim's, the start's and the subtasks' statements: \(planned.map(\.0))")
         for (statement, generic, custom) in planned {
-            #expect(custom == 0 && generic == 16, "\(statement): \(generic) calls with the plan kept, \(custom) planned")
+            #expect(custom == 0 && generic == 16, "\(statement): \(generic) calls on the plan kept, \(custom) planned")
         }
         try await store.insert((0..<5_000).map { Self.job("later\($0)") }, events: [])
         let plans = try await store.client.withConnection { connection in

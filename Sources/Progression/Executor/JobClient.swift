@@ -24,7 +24,8 @@ public struct JobClient: Sendable {
         public var maxInputBytes = 16 << 20
         /// How often a wait looks at the store's change counter (a cheap read); the job's row is read only when it
         /// moved, and at least every second. A commit of a store of the same database in this process (the worker's,
-        /// when it runs beside the client) wakes the wait at once; the poll finds those of other processes.
+        /// when it runs beside the client) wakes the wait at once; the poll finds those of other processes. For a job
+        /// that an executor of this process runs, the wait is woken by the end that executor tells, and by the poll.
         public var pollInterval: Duration = .milliseconds(25)
         /// The clock of waits and of "now" (a delay's start); tests give one they control.
         public var clock: any Clock<Duration> = ContinuousClock()
@@ -178,15 +179,18 @@ public struct JobClient: Sendable {
             let seen = commits?.generation
             var now = clock.now()
             // An executor of this process that runs the job will tell its end (``RootEnds/willBeTold(_:)``): until
-            // then the other commits of the process and the change counter are no reason to read it (one read a second
-            // stays, should that executor let it go without an end). A read of the job while its end is committed
-            // delayed the wait's return by the rest of that read (190 µs of a job's latency on PostgreSQL).
+            // then the other commits of the process are no reason to read it, nor is the wait's beginning (the poll
+            // stays, should another worker take the job before that executor learns it). A read of the job while its
+            // end was committed delayed the wait's return by the rest of that read (190 µs on PostgreSQL).
             let toldHere = end?.ends.willBeTold(id) ?? false
+            // The first look skipped: neither the job nor the counter is read before the next poll.
+            var skipsLook = false
             if toldHere {
                 posted = false
                 if first {
                     first = false
                     lastRead = now
+                    skipsLook = true
                 }
             }
             // The change counter is read only to decide whether to read the job: with another reason to read it, it
@@ -194,7 +198,7 @@ public struct JobClient: Sendable {
             // again whatever the counter says (`lastCounter` nil), so that no change is missed.
             var reads = first || posted || ended != nil || now - lastRead >= .seconds(1)
             var counter: Int64?
-            if !reads, !toldHere {
+            if !reads, !skipsLook {
                 counter = try await backend.changeCounter()
                 now = clock.now()
                 reads = counter != lastCounter

@@ -119,11 +119,14 @@ actor StoreWriter {
                 taken.batch.inserts.count + taken.batch.updates.count + taken.batch.events.count)
             // The ends of roots this batch wrote, for a JobClient of this process that waits for one.
             let ends = engine.capabilities.beacons?.ends
-            let ended =
-                ends?.isWatched == true
-                ? Self.endedRoots(
-                    taken.batch, rejected: result.rejectedTaskIDs, conflicting: result.conflictingTaskIDs) : []
             let (committed, children, told) = engine.locked { state in
+                // Whether anyone watches is asked under the lock that marks the batch committed: a waiter that began
+                // watching after this look finds the end committed when it asks this executor whether it will tell it
+                // (``GraphState/willTellEnd(of:owner:)``), and reads the job.
+                let ended =
+                    ends?.isWatched == true
+                    ? Self.endedRoots(
+                        taken.batch, rejected: result.rejectedTaskIDs, conflicting: result.conflictingTaskIDs) : []
                 // The row as committed goes with an end when this executor alone writes it: the waiter returns it
                 // without reading it back (a call to its store: two hand-offs between threads and a statement).
                 let told = ended.map { end in

@@ -19,9 +19,10 @@ extension GraphState {
         return node.links.isEmpty
     }
 
-    /// Whether this executor (`owner`) will commit the end of root `id` and tell it (``RootEnds``): it holds the root in
-    /// the store, writes its row alone, and runs it now with nothing stopping it, or has ended it and not committed that
-    /// end yet. A root that leaves before it ends (a pause, a durable wait, a lost lease) stops being one at once.
+    /// Whether this executor (`owner`) will commit the end of root `id` and tell it (``RootEnds``): it holds the root
+    /// in the store, writes its row alone, and runs it now with nothing stopping it, or has ended it and not committed
+    /// that end yet. A root that leaves before it ends (a pause, a durable wait) stops being one at once; one taken by
+    /// another worker, once this executor learns it (a write refused, its lease found lost).
     func willTellEnd(of id: String, owner: String) -> Bool {
         guard let node = node(id: id), node.isRoot, node.committed.ownerID == owner, writesAlone(node.record),
             !node.conflicted, !node.removed, node.stopReason != .leaseLost, node.stopReason != .shutdown
