@@ -183,14 +183,11 @@ public struct JobClient: Sendable {
             // stays, should another worker take the job before that executor learns it). A read of the job while its
             // end was committed delayed the wait's return by the rest of that read (190 µs on PostgreSQL).
             let toldHere = end?.ends.willBeTold(id) ?? false
-            // The first look skipped: neither the job nor the counter is read before the next poll.
-            var skipsLook = false
             if toldHere {
                 posted = false
                 if first {
                     first = false
                     lastRead = now
-                    skipsLook = true
                 }
             }
             // The change counter is read only to decide whether to read the job: with another reason to read it, it
@@ -198,7 +195,8 @@ public struct JobClient: Sendable {
             // again whatever the counter says (`lastCounter` nil), so that no change is missed.
             var reads = first || posted || ended != nil || now - lastRead >= .seconds(1)
             var counter: Int64?
-            if !reads, !skipsLook {
+            // (For a job whose end will be told, only a poll's: one poll interval after the last read.)
+            if !reads, !toldHere || now - lastRead >= configuration.pollInterval {
                 counter = try await backend.changeCounter()
                 now = clock.now()
                 reads = counter != lastCounter
