@@ -193,9 +193,8 @@ struct GateJob: JobKind {
 /// network call that never answers — in its first `hangingAttempts` attempts, and completes in the next. The stall
 /// rule comes with the options it is submitted with. `laterMoves`, when set, is the number of moves of every attempt
 /// after the first (a test that pauses the first attempt gives it more moves than any machine runs before the pause
-/// lands).
-/// Ledger: `hang-begin ID ATTEMPT WORKER` as an attempt begins,
-/// `hang-moved ID N` after each report, `hang-done ID WORKER` when it completes.
+/// lands). Ledger: `hang-begin ID ATTEMPT WORKER` as an attempt begins, `hang-moved ID N` after each report,
+/// `hang-done ID WORKER` when it completes.
 struct HangJob: JobKind {
     struct Input: Codable, Sendable {
         var moves = 0

@@ -8,7 +8,7 @@ import Synchronization
 /// is inlined away, so the executor's hot path pays nothing for it.
 package enum LatencyTimeline {
     /// A point of a job's way, in the order a job passes them.
-    package enum Point: Int, CaseIterable, Sendable, Comparable {
+    package enum Point: CaseIterable, Sendable {
         /// `JobClient.submit` was called.
         case submitBegan
         /// The submit's transaction committed and its call returned to the client.
@@ -31,8 +31,6 @@ package enum LatencyTimeline {
         case endTold
         /// `JobClient.result(of:as:)` returned.
         case resultReturned
-
-        package static func < (lhs: Point, rhs: Point) -> Bool { lhs.rawValue < rhs.rawValue }
 
         /// What the stage that ends at this point is.
         package var stage: String {
