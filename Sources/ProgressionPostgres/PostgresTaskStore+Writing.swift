@@ -38,8 +38,10 @@ extension PostgresTaskStore {
             }
             return
         }
-        // One statement between BEGIN and COMMIT, so that a producer's submit is three round trips, not five: the rows,
-        // their events, the notification and the transaction's id (each statement costs a round trip).
+        // One statement outside a transaction: the rows, their events and the notification, committed by the server
+        // before it answers, so that a producer's submit is one round trip (each statement, BEGIN and COMMIT included,
+        // costs one). Its transaction's id is not known before the commit, so a lost answer is settled by the rows
+        // themselves (``settleLostInsert(_:events:after:)``).
         var arrays = try columnArrays(tasks)
         let eventsFrom = Self.columnTypes.count + 1
         Self.appendEventArrays(events, to: &arrays)
@@ -47,11 +49,75 @@ extension PostgresTaskStore {
         let sql = """
             WITH inserted AS (\(insertSQL(onConflict: ""))),
             stored_events AS (\(Self.insertEventsSQL(into: names.events, from: eventsFrom)))
-            SELECT txid_current() FROM pg_notify('\(names.channel)', '')
+            SELECT 1 FROM pg_notify('\(names.channel)', '')
             """
-        try await write(identified: { [self] connection in
-            ((), try await rows(prepared: sql, bindings, connection: connection) { try $0.decode(Int64.self) }.first)
-        })
+        do {
+            try await read { [self] connection in
+                _ = try await rows(prepared: sql, bindings, connection: connection) { _ in () }
+            }
+        } catch let error as TaskStoreError where error.reason == .unavailable {
+            try await settleLostInsert(tasks, events: events, after: error)
+        }
+    }
+
+    /// Settles an insert whose answer was lost (a lost connection, a deadline, a killed backend): it may have committed
+    /// or not, and may still be in progress on the server. The rows are inserted again, in a transaction, leaving
+    /// those whose id exists: a row whose insert is in progress holds its key, so this waits for that insert to end.
+    /// - Every row inserted: the lost insert did not commit (it inserts all or nothing), and this one stores the rows
+    ///   and their events. Should the lost one reach the server later, its keys are taken and it fails.
+    /// - None inserted, and each existing row is the one sent (its id, name, kind, input, idempotency key and creation
+    ///   time): the lost insert committed, with its events; nothing is written.
+    /// - Otherwise another insert holds some of the ids or keys: nothing is written, and the error is a conflict, as
+    ///   the lost insert's own answer would have been.
+    ///
+    /// - Throws: `.conflict` as above; `.unavailable` when the server does not answer this either.
+    func settleLostInsert(_ tasks: [TaskRecord], events: [TaskEvent], after lost: TaskStoreError) async throws {
+        logger.notice(
+            "an insert's answer was lost; asking whether it went through", metadata: ["error": "\(lost.message)"])
+        let columns = try columnArrays(tasks)
+        let location = location
+        // Asked again while the server cannot answer (a connection of the pool that the same failure closed fails at
+        // once), within one call's deadline.
+        let deadline = ContinuousClock.now + configuration.callTimeout
+        var wait = Duration.milliseconds(20)
+        var committedBefore: Bool?
+        while committedBefore == nil {
+            do {
+                committedBefore = try await write(notify: true) { [self] connection -> Bool in
+                    let inserted = try await rows(
+                        insertSQL(onConflict: " ON CONFLICT DO NOTHING RETURNING id"), columns, connection: connection
+                    ) { try $0.decode(String.self) }
+                    if inserted.count == tasks.count {
+                        try await insertEvents(events, connection: connection)
+                        return false
+                    }
+                    let stored = try await rows(
+                        "SELECT \(Self.columns) FROM \(names.tasks) WHERE id = ANY($1::text[])",
+                        bindings(tasks.map(\.id)), connection: connection
+                    ) { try record(from: $0) }
+                    let sent = Dictionary(tasks.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
+                    let same = stored.filter { row in
+                        guard let mine = sent[row.id] else { return false }
+                        return row.name == mine.name && row.kind == mine.kind && row.input == mine.input
+                            && row.idempotencyKey == mine.idempotencyKey && row.parentID == mine.parentID
+                            && row.createdAt.storedMilliseconds == mine.createdAt.storedMilliseconds
+                    }
+                    guard inserted.isEmpty, same.count == tasks.count else {
+                        throw TaskStoreError(
+                            .conflict, path: location,
+                            message: "another insert holds some of these ids or keys (this insert's answer was lost)")
+                    }
+                    return true
+                }
+            } catch let error as TaskStoreError where error.reason == .unavailable {
+                guard ContinuousClock.now + wait < deadline else { throw error }
+                try await Task.sleep(for: wait)
+                wait = min(wait * 2, .milliseconds(500))
+            }
+        }
+        logger.notice(
+            "an insert whose answer was lost is stored",
+            metadata: ["committed before": "\(committedBefore ?? false)"])
     }
 
     /// The statement inserting one row per element of the column arrays.
