@@ -364,14 +364,22 @@ extension PostgresTaskStore {
     }
 
     private func endBackendAndReadMark(_ mark: BatchSession.Mark) async -> BatchStatus? {
+        guard await endBackend(mark.backend) else { return nil }
+        return await markedStatus(mark)
+    }
+
+    /// Ends `backend` (`pg_terminate_backend`) and waits until `pg_stat_activity` no longer lists it, within the call's
+    /// deadline: nothing sent on its connection can commit after that. `false`: no answer from the server, or the
+    /// backend did not end within the deadline.
+    func endBackend(_ backend: BatchSession.Backend) async -> Bool {
         let deadline = ContinuousClock.now + configuration.callTimeout
         var wait = Duration.milliseconds(5)
         var signalled = false
         while ContinuousClock.now < deadline {
-            guard (try? checkNotEnded()) != nil else { return nil }
+            guard (try? checkNotEnded()) != nil else { return false }
             let signal = !signalled
             let alive: Bool? = try? await read { [self] connection in
-                let backend = bindings(mark.backend.pid, mark.backend.start)
+                let backend = bindings(backend.pid, backend.start)
                 let listed = """
                     FROM pg_stat_activity WHERE pid = $1 AND (extract(epoch FROM backend_start) * 1000000)::int8 = $2
                     """
@@ -386,16 +394,16 @@ extension PostgresTaskStore {
             }
             switch alive {
             case false?:
-                return await markedStatus(mark)
+                return true
             case true?:
                 signalled = true
             case nil:
                 break
             }
-            do { try await Task.sleep(for: wait) } catch { return nil }
+            do { try await Task.sleep(for: wait) } catch { return false }
             wait = min(wait * 2, .milliseconds(200))
         }
-        return nil
+        return false
     }
 
     /// The session's mark and the batch's outcome, read once the batch's backend is gone.
@@ -451,17 +459,7 @@ extension PostgresTaskStore {
                 throw CallDeadlineExceeded()
             }
             do {
-                let backend = try await connection.query(
-                    """
-                    SELECT pid, (extract(epoch FROM backend_start) * 1000000)::int8 FROM pg_stat_activity
-                    WHERE pid = pg_backend_pid()
-                    """, logger: logger
-                ).collect().first.map { try $0.decode((Int32, Int64).self) }
-                guard let backend else {
-                    throw TaskStoreError(
-                        .refused, path: self.location, message: "the server does not list its own session in pg_stat_activity")
-                }
-                return (connection, BatchSession.Backend(pid: backend.0, start: backend.1))
+                return (connection, try await Self.ownBackend(on: connection, logger: logger, location: self.location))
             } catch {
                 Self.close(connection)
                 throw error

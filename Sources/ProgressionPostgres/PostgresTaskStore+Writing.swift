@@ -40,8 +40,10 @@ extension PostgresTaskStore {
         }
         // One statement outside a transaction: the rows, their events and the notification, committed by the server
         // before it answers, so that a producer's submit is one round trip (each statement, BEGIN and COMMIT included,
-        // costs one). Its transaction's id is not known before the commit, so a lost answer is settled by the rows
-        // themselves (``settleLostInsert(_:events:after:)``).
+        // costs one). Its transaction's id is not known before the commit, so a lost answer is settled by ending the
+        // backend that ran it and sending the rows again (``settleLostInsert(_:events:sentBy:after:)``). The caller's
+        // cancellation does not end the call: a statement on its way is waited for, and its answer says whether the
+        // jobs are stored.
         var arrays = try columnArrays(tasks)
         let eventsFrom = Self.columnTypes.count + 1
         Self.appendEventArrays(events, to: &arrays)
@@ -51,29 +53,77 @@ extension PostgresTaskStore {
             stored_events AS (\(Self.insertEventsSQL(into: names.events, from: eventsFrom)))
             SELECT 1 FROM pg_notify('\(names.channel)', '')
             """
+        let sentBy = Mutex<BatchSession.Backend?>(nil)
         do {
-            try await read { [self] connection in
+            try await read(cancellable: false) { [self] connection in
+                // Asked before the insert is sent (once per connection): an answer lost here sent nothing.
+                let backend = try await backend(of: connection)
+                sentBy.withLock { $0 = backend }
                 _ = try await rows(prepared: sql, bindings, connection: connection) { _ in () }
             }
         } catch let error as TaskStoreError where error.reason == .unavailable {
-            try await settleLostInsert(tasks, events: events, after: error)
+            let backend = sentBy.withLock { $0 }
+            // In a task of its own: a caller cancelled meanwhile still learns whether its jobs are stored.
+            try await Task { [self] in
+                try await settleLostInsert(tasks, events: events, sentBy: backend, after: error)
+            }.value
         }
     }
 
+    /// The backend of a connection of the pool, asked once per connection.
+    func backend(of connection: PostgresConnection) async throws -> BatchSession.Backend {
+        if let known = insertBackends.withLock({ $0[connection.id] }) { return known }
+        let backend = try await Self.ownBackend(on: connection, logger: logger, location: location)
+        insertBackends.withLock { known in
+            if known.count >= 64 { known.removeAll() }
+            known[connection.id] = backend
+        }
+        return backend
+    }
+
+    /// The backend of `connection`, as `pg_stat_activity` lists it.
+    static func ownBackend(
+        on connection: PostgresConnection, logger: Logger, location: String
+    ) async throws -> BatchSession.Backend {
+        let backend = try await connection.query(
+            """
+            SELECT pid, (extract(epoch FROM backend_start) * 1000000)::int8 FROM pg_stat_activity
+            WHERE pid = pg_backend_pid()
+            """, logger: logger
+        ).collect().first.map { try $0.decode((Int32, Int64).self) }
+        guard let backend else {
+            throw TaskStoreError(
+                .refused, path: location, message: "the server does not list its own session in pg_stat_activity")
+        }
+        return BatchSession.Backend(pid: backend.0, start: backend.1)
+    }
+
     /// Settles an insert whose answer was lost (a lost connection, a deadline, a killed backend): it may have committed
-    /// or not, and may still be in progress on the server. The rows are inserted again, in a transaction, leaving
-    /// those whose id exists: a row whose insert is in progress holds its key, so this waits for that insert to end.
+    /// or not, may still be in progress on the server, or may not have reached it yet. The backend it was sent to
+    /// (`sentBy`; `nil` when it was not sent) is ended first, and waited for until the server no longer lists it, so
+    /// that nothing of it can run or commit later: otherwise a lost insert reaching the server after the rows sent
+    /// again were stored, run and removed would store its job a second time. Then the rows are inserted again, in a
+    /// transaction, leaving those whose id exists:
     /// - Every row inserted: the lost insert did not commit (it inserts all or nothing), and this one stores the rows
-    ///   and their events. Should the lost one reach the server later, its keys are taken and it fails.
+    ///   and their events.
     /// - None inserted, and each existing row is the one sent (its id, name, kind, input, idempotency key and creation
     ///   time): the lost insert committed, with its events; nothing is written.
     /// - Otherwise another insert holds some of the ids or keys: nothing is written, and the error is a conflict, as
     ///   the lost insert's own answer would have been.
     ///
-    /// - Throws: `.conflict` as above; `.unavailable` when the server does not answer this either.
-    func settleLostInsert(_ tasks: [TaskRecord], events: [TaskEvent], after lost: TaskStoreError) async throws {
+    /// - Throws: `.conflict` as above; `.unavailable` when the server does not answer this either, or the backend does
+    ///   not end.
+    func settleLostInsert(
+        _ tasks: [TaskRecord], events: [TaskEvent], sentBy backend: BatchSession.Backend?, after lost: TaskStoreError
+    ) async throws {
         logger.notice(
             "an insert's answer was lost; asking whether it went through", metadata: ["error": "\(lost.message)"])
+        if let backend, !(await endBackend(backend)) {
+            throw TaskStoreError(
+                .unavailable, path: location,
+                message: "an insert's answer was lost, and whether it went through is not known yet (its session on "
+                    + "the server could not be ended: \(lost.message))")
+        }
         let columns = try columnArrays(tasks)
         let location = location
         // Asked again while the server cannot answer (a connection of the pool that the same failure closed fails at

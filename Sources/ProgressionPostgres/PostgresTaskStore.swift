@@ -160,6 +160,10 @@ public final class PostgresTaskStore: TaskStoreBackend, BroadcastingChanges, Ser
     private let stopSignal = StopSignal()
     /// Writes whose commit was sent but not answered, not known yet to have committed (see ``Ambiguous``).
     let ambiguous = Mutex(Ambiguous())
+    /// The backend of each pooled connection that sent a submit's insert, by connection: an insert whose answer is lost
+    /// has its backend ended before its rows are sent again (``settleLostInsert(_:events:sentBy:after:)``). Forgotten
+    /// all at once past 64 connections (the pool replaces its connections over months); a connection then asks again.
+    let insertBackends = Mutex<[PostgresConnection.ID: BatchSession.Backend]>([:])
     /// This store instance's batches: their connection and chain (see ``BatchSession``), one call at a time.
     let batchSession = Mutex(BatchSession())
     let batchTurn = AsyncTurn()
@@ -504,7 +508,8 @@ public final class PostgresTaskStore: TaskStoreBackend, BroadcastingChanges, Ser
     /// channel handler still sees it), and such a call must not hold its caller. `body` then ends on its own, or
     /// never; its connection is closed either way, so no commit can follow a deadline.
     private func withCallDeadline<T: Sendable>(
-        _ timeout: Duration, opening: Bool = false, _ body: @escaping @Sendable (PostgresConnection) async throws -> T
+        _ timeout: Duration, opening: Bool = false, cancellable: Bool = true,
+        _ body: @escaping @Sendable (PostgresConnection) async throws -> T
     ) async throws -> T {
         let slot = ConnectionSlot()
         let outcome = CallOutcome<T>()
@@ -541,7 +546,9 @@ public final class PostgresTaskStore: TaskStoreBackend, BroadcastingChanges, Ser
         let result = await withTaskCancellationHandler {
             await outcome.wait()
         } onCancel: {
-            // The call itself is cancelled (a shutdown): a statement in flight is not waited for.
+            // The call itself is cancelled (a shutdown): a statement in flight is not waited for, unless its answer is
+            // what says whether it committed (a statement outside a transaction).
+            guard cancellable else { return }
             _ = slot.expire()
             outcome.finish(.failure(CancellationError()))
             work.cancel()
@@ -688,13 +695,14 @@ public final class PostgresTaskStore: TaskStoreBackend, BroadcastingChanges, Ser
     }
 
     /// Runs `body` on one connection outside a transaction (each statement commits on its own), within the call's
-    /// deadline.
+    /// deadline. Not `cancellable`: the caller's cancellation does not end the call, whose answer it then waits for.
     @discardableResult
     func read<T: Sendable>(
-        timeout: Duration? = nil, _ body: @escaping @Sendable (PostgresConnection) async throws -> T
+        timeout: Duration? = nil, cancellable: Bool = true,
+        _ body: @escaping @Sendable (PostgresConnection) async throws -> T
     ) async throws -> T {
         do {
-            return try await withCallDeadline(timeout ?? configuration.callTimeout, body)
+            return try await withCallDeadline(timeout ?? configuration.callTimeout, cancellable: cancellable, body)
         } catch {
             throw Self.storeError(error, location: location)
         }
