@@ -158,6 +158,42 @@ struct PreparedSQLTests {
         }
     }
 
+    /// A claim's text has a branch for each owner it takes from, and each text stays prepared on a connection for the
+    /// connection's life: a claim from more owners than ``PreparedSQL/maximumClaimBranches`` allows (a branch each, and
+    /// one for the roots whose time has come) goes unnamed, so that claims from ever new sets of dead owners leave no
+    /// statements behind. Either way it takes every owner's roots.
+    @Test(arguments: [PreparedSQL.maximumClaimBranches - 1, PreparedSQL.maximumClaimBranches])
+    func aClaimFromMoreOwnersThanItsBranchesAllowIsNotKeptPrepared(owners: Int) async throws {
+        var configuration = try await LocalPostgresServer.shared().configuration(
+            schema: PostgresSchemaTests.schemaName("branches"))
+        configuration.maximumConnections = 2
+        configuration.callTimeout = .seconds(60)
+        let store = try await PostgresTaskStore.started(configuration: configuration)
+        defer { Task { await store.close() } }
+        // The store's listener holds one of the two connections, so that every call goes through the other.
+        await store.changes.waitUntilListening(timeout: .seconds(60))
+        let dead = (0..<owners).map { "dead\($0)" }
+        for owner in dead {
+            var job = Self.job("job-" + owner)
+            job.ownerID = owner
+            try await store.insert([job], events: [])
+        }
+        let claimed = try await store.claimRoots(
+            RootClaim(fromOwners: dead, kinds: nil, newOwner: "me", limit: 10, now: Self.now))
+        #expect(Set(claimed.map(\.id)) == Set(dead.map { "job-" + $0 }))
+        let kept = try await store.client.withConnection { connection in
+            try await connection.query(
+                PostgresQuery(
+                    unsafeSQL: """
+                        SELECT count(*) FROM pg_prepared_statements
+                        WHERE name LIKE 'progression%' AND statement LIKE '%SKIP LOCKED%' AND strpos(statement, $1) > 0
+                        """, binds: bindings(store.names.tasks)),
+                logger: store.logger
+            ).collect().map { try $0.decode(Int64.self) }.first
+        }
+        #expect(kept == (owners < PreparedSQL.maximumClaimBranches ? 1 : 0))
+    }
+
     /// The statements `connection` keeps prepared that read or write `tasks` and whose plan the server keeps (a
     /// generic plan), with that plan.
     static func keptPlans(
