@@ -221,9 +221,10 @@ public struct JobClient: Sendable {
                 // An end told or a commit made during the read needs no wait before the next read.
                 ended = end.flatMap { $0.ends.takeEnd(id, token: $0.token) }
                 if ended == nil, toldHere || commits.generation == seen {
-                    await Self.wake(
-                        after: toldHere ? nil : seen, of: toldHere ? nil : commits, orEndOf: id, end, timeout: wait,
-                        clock: clock)
+                    // While the end will be told here, a commit wakes the wait too, only to ask again: an executor
+                    // stops saying it will tell the end with a commit (a pause, a stop that hands the job back), and
+                    // the job is read once it no longer says so.
+                    await Self.wake(after: seen, of: commits, orEndOf: id, end, timeout: wait, clock: clock)
                     ended = end.flatMap { $0.ends.takeEnd(id, token: $0.token) }
                 }
                 posted = !toldHere && commits.generation != seen

@@ -179,6 +179,11 @@ package final class RootEnds: Sendable {
     /// Whether anyone watches a root now (a writer with nobody to tell looks at none of its batch's ends).
     package var isWatched: Bool { state.withLock { !$0.watches.isEmpty } }
 
+    /// Whether a watcher of root `id` waits for its end now (``onEnd(_:token:_:)``).
+    package func isAwaited(_ id: String) -> Bool {
+        state.withLock { state in state.watches[id]?.values.contains { $0.waiter != nil } ?? false }
+    }
+
     /// Starts watching `id`; returns the watch's token.
     package func watch(_ id: String) -> Int {
         state.withLock { state in

@@ -225,11 +225,50 @@ struct StoreBeaconsTests {
         await clientStore.close()
     }
 
+    /// A waiter of a job run here is not left waiting for an end that executor will no longer tell: the worker stops
+    /// while the job runs (its code is cancelled, the job goes back to no owner), an operator then cancels the job
+    /// through a store of the process (a commit that tells no end), and the wait returns that end, woken by the commit.
+    /// (The client's clock is the test's: it moves a millisecond at a time, half a second in all, so that the wait's
+    /// least spacing between reads passes but neither its hourly poll nor its read at least every second comes.)
+    @Test func aWaiterWhoseJobLeavesItsExecutorUnendedReturnsTheEndCommittedElsewhere() async throws {
+        let directory = try TemporaryDirectory()
+        let gate = Gate()
+        let clock = ManualClock()
+        let (worker, workerStore, clientStore, client) = try await Self.workerAndClient(
+            in: directory, gate: gate, clientClock: clock)
+        let id = try await client.submit(Gated.self, input: .init())
+        try await poll("the executor to say it will tell the job's end") { workerStore.beacons.ends.willBeTold(id) }
+        let waiter = Task { try await client.wait(for: id) }
+        try await poll("the waiter to wait for the end told") { workerStore.beacons.ends.isAwaited(id) }
+        await worker.shutdown()
+        #expect(!workerStore.beacons.ends.willBeTold(id))
+        #expect(try await clientStore.task(id: id)?.status == .pending)
+        _ = try await clientStore.change(
+            TaskChangeRequest(taskID: id, transition: .cancel, requester: .user, at: Date()))
+        let returned = Mutex<TaskRecord?>(nil)
+        let returning = Task {
+            let record = try await waiter.value
+            returned.withLock { $0 = record }
+        }
+        var moved = 0
+        try await poll("the wait to return", timeout: .seconds(60)) {
+            if moved < 500 {
+                clock.advance(by: .milliseconds(1))
+                moved += 1
+            }
+            return returned.withLock { $0 != nil }
+        }
+        try await returning.value
+        #expect(returned.withLock { $0?.status } == .cancelled)
+        await workerStore.close()
+        await clientStore.close()
+    }
+
     /// A worker executor (the gated and echo kinds) on a store of a new database in `directory`, started, and a
     /// JobClient on a second store of that database (as `client` wraps it), which polls only hourly: the worker's
     /// commits are what wakes it.
     static func workerAndClient(
-        in directory: TemporaryDirectory, gate: Gate,
+        in directory: TemporaryDirectory, gate: Gate, clientClock: (any Clock<Duration>)? = nil,
         client wrap: (SQLiteTaskStore) -> any TaskStoreBackend = { $0 }
     ) async throws -> (TaskExecutor, SQLiteTaskStore, SQLiteTaskStore, JobClient) {
         let workerStore = try SQLiteTaskStore(path: directory.file("jobs.sqlite"))
@@ -242,6 +281,7 @@ struct StoreBeaconsTests {
         try await worker.start()
         var clientConfiguration = JobClient.Configuration()
         clientConfiguration.pollInterval = .seconds(3_600)
+        if let clientClock { clientConfiguration.clock = clientClock }
         let client = JobClient(backend: wrap(clientStore), configuration: clientConfiguration)
         return (worker, workerStore, clientStore, client)
     }
