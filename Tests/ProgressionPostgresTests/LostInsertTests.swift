@@ -45,7 +45,7 @@ struct LostInsertTests {
     @Test func aLostInsertWhoseIdAnotherJobHoldsIsAConflictAndWritesNothing() async throws {
         let store = try await PostgresSchemaTests.open(PostgresSchemaTests.schemaName("lostinsert"))
         defer { Task { await store.close() } }
-        let theirs = Self.job("a", input: #"{"theirs":1}"#)
+        let theirs = Self.theirs
         try await store.insert([theirs], events: [Self.created(theirs)])
         let mine = [Self.job("a"), Self.job("b")]
         let error = await #expect(throws: TaskStoreError.self) {
@@ -56,6 +56,17 @@ struct LostInsertTests {
         #expect(try await store.events(of: "a").count == 1)
         #expect(try await store.task(id: "b") == nil)
         #expect(try await store.events(of: "b").isEmpty)
+    }
+
+    /// Another job with the id "a".
+    static let theirs = job("a", input: #"{"theirs":1}"#)
+
+    /// A store of a new `schema` whose calls outlive any wait of these tests, with connections to spare for them.
+    static func open(_ schema: String) async throws -> PostgresTaskStore {
+        try await PostgresSchemaTests.open(schema) {
+            $0.callTimeout = .seconds(120)
+            $0.maximumConnections = 8
+        }
     }
 
     /// How the transaction holding the submitted id ends.
@@ -69,12 +80,9 @@ struct LostInsertTests {
     @Test(arguments: Holder.allCases)
     func aSubmitWhoseBackendIsKilledIsSettledByItsRows(holder: Holder) async throws {
         let schema = PostgresSchemaTests.schemaName("killedinsert")
-        let store = try await PostgresSchemaTests.open(schema) {
-            $0.callTimeout = .seconds(120)
-            $0.maximumConnections = 8
-        }
+        let store = try await Self.open(schema)
         defer { Task { await store.close() } }
-        let theirs = Self.job("a", input: #"{"theirs":1}"#)
+        let theirs = Self.theirs
         let mine = Self.job("a")
         let held = try await Held(theirs, in: store, ending: holder)
         defer { held.release.open() }
@@ -104,13 +112,10 @@ struct LostInsertTests {
     /// rolls back, stores the rows itself.
     @Test func aLostInsertsBackendIsEndedBeforeItsRowsAreSentAgain() async throws {
         let schema = PostgresSchemaTests.schemaName("lostbackend")
-        let store = try await PostgresSchemaTests.open(schema) {
-            $0.callTimeout = .seconds(120)
-            $0.maximumConnections = 8
-        }
+        let store = try await Self.open(schema)
         defer { Task { await store.close() } }
         let mine = Self.job("a")
-        let held = try await Held(Self.job("a", input: #"{"theirs":1}"#), in: store, ending: .rollsBack)
+        let held = try await Held(Self.theirs, in: store, ending: .rollsBack)
         defer { held.release.open() }
         // The lost insert, on a connection of the store's pool whose answer nobody reads.
         let lostInsert = Task {
@@ -140,13 +145,10 @@ struct LostInsertTests {
     /// caller was told was not).
     @Test func aCancelledSubmitWaitsForItsInsertsAnswer() async throws {
         let schema = PostgresSchemaTests.schemaName("cancelledinsert")
-        let store = try await PostgresSchemaTests.open(schema) {
-            $0.callTimeout = .seconds(120)
-            $0.maximumConnections = 8
-        }
+        let store = try await Self.open(schema)
         defer { Task { await store.close() } }
         let mine = Self.job("a")
-        let held = try await Held(Self.job("a", input: #"{"theirs":1}"#), in: store, ending: .rollsBack)
+        let held = try await Held(Self.theirs, in: store, ending: .rollsBack)
         defer { held.release.open() }
         let submitting = Task { try await store.insert([mine], events: [Self.created(mine)]) }
         _ = try await Self.insertWaitingForALock(in: schema, observer: store, other: nil)
