@@ -193,7 +193,9 @@ public struct JobClient: Sendable {
             // The change counter is read only to decide whether to read the job: with another reason to read it, it
             // is not asked (a store call, a hand-off to its connection and back), and the next check reads the job
             // again whatever the counter says (`lastCounter` nil), so that no change is missed.
-            var reads = first || posted || ended != nil || now - lastRead >= .seconds(1)
+            // (A job whose end will be told is read once a second no more: the commits that wake its wait are only a
+            // reason to ask again whether it will be.)
+            var reads = first || posted || ended != nil || (!toldHere && now - lastRead >= .seconds(1))
             var counter: Int64?
             // (For a job whose end will be told, only a poll's: one poll interval after the last read.)
             if !reads, !toldHere || now - lastRead >= configuration.pollInterval {
