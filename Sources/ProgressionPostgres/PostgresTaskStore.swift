@@ -506,7 +506,9 @@ public final class PostgresTaskStore: TaskStoreBackend, BroadcastingChanges, Ser
     /// The caller is resumed by the deadline itself, not by the end of `body`: a statement written to a connection
     /// the server had just closed can wait for an answer that never comes (postgres-nio fails it only if its
     /// channel handler still sees it), and such a call must not hold its caller. `body` then ends on its own, or
-    /// never; its connection is closed either way, so no commit can follow a deadline.
+    /// never; its connection is closed either way, so no commit of a transaction can follow a deadline. A statement
+    /// outside a transaction may still commit after it: a submit's insert settles that by ending its backend
+    /// (``settleLostInsert(_:events:sentBy:after:)``).
     private func withCallDeadline<T: Sendable>(
         _ timeout: Duration, opening: Bool = false, cancellable: Bool = true,
         _ body: @escaping @Sendable (PostgresConnection) async throws -> T

@@ -25,7 +25,8 @@ public struct JobClient: Sendable {
         /// How often a wait looks at the store's change counter (a cheap read); the job's row is read only when it
         /// moved, and at least every second. A commit of a store of the same database in this process (the worker's,
         /// when it runs beside the client) wakes the wait at once; the poll finds those of other processes. For a job
-        /// that an executor of this process runs, the wait is woken by the end that executor tells, and by the poll.
+        /// that an executor of this process runs, the job is read when that executor tells its end, at the poll, and
+        /// once the executor no longer says it will tell it (the process's commits wake the wait to ask).
         public var pollInterval: Duration = .milliseconds(25)
         /// The clock of waits and of "now" (a delay's start); tests give one they control.
         public var clock: any Clock<Duration> = ContinuousClock()

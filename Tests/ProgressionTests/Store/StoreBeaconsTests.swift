@@ -195,13 +195,17 @@ struct StoreBeaconsTests {
 
     /// A JobClient waiting for a job that an executor of its process runs waits for the end that executor tells: the
     /// other commits of the process (30 jobs submitted and run meanwhile, the job's own reports) do not make it read
-    /// the job, nor does the wait's beginning, and it returns the row told with the end: no read at all. (Its poll,
-    /// hourly here, stays.)
+    /// the job, nor does the wait's beginning, nor its read at least every second (the client's clock, the test's,
+    /// moves two seconds before the other jobs come), and it returns the row told with the end: no read at all. (Its
+    /// poll, hourly here, stays.)
     @Test func aWaiterOfAJobRunHereReadsItNotAtOtherCommitsAndReturnsTheEndTold() async throws {
         let directory = try TemporaryDirectory()
         let gate = Gate()
+        let clock = ManualClock()
         var counted: CountedReads?
-        let (worker, workerStore, clientStore, client) = try await Self.workerAndClient(in: directory, gate: gate) {
+        let (worker, workerStore, clientStore, client) = try await Self.workerAndClient(
+            in: directory, gate: gate, clientClock: clock
+        ) {
             let reads = CountedReads($0)
             counted = reads
             return reads
@@ -211,6 +215,8 @@ struct StoreBeaconsTests {
         // Its row says running once the claim committed; the executor says so once it has loaded the job.
         try await poll("the executor to say it will tell the job's end") { workerStore.beacons.ends.willBeTold(id) }
         let waiter = Task { try await client.wait(for: id) }
+        try await poll("the waiter to wait for the end told") { workerStore.beacons.ends.isAwaited(id) }
+        clock.advance(by: .seconds(2))
         for n in 0..<30 {
             let echo = try await client.submit(Echo.self, input: .init(n: n))
             #expect(try await client.result(of: echo, as: Echo.self, timeout: .seconds(60)) == n)
