@@ -98,6 +98,37 @@ struct LoadClaimedTests {
         #expect((node?.phase == .queued) == row.queued)
     }
 
+    /// A claim pass on its way when a graceful stop began may take a job the stop had just released (its end
+    /// committed, pending and unowned): the stop flushes once the pass has loaded what it took, and that job must then
+    /// be nobody's in the store, not left this worker's where nothing will run it.
+    @Test(arguments: [Known.none, .queuedUnowned])
+    func aRootClaimedOnceTheStopBeganIsHandedBack(_ known: Known) {
+        var state = GraphState.alone(slots: 2)
+        let clock = ManualClock()
+        let now = clock.wallClockNow
+        if known == .queuedUnowned {
+            let node = state.addRoot(
+                TaskRecord(id: "job", name: "job", kind: "k", status: .pending, ownerID: nil, createdAt: now),
+                stored: true)
+            node.body = { _ in nil }
+        }
+        _ = state.beginShutdown(now: now)
+        let tree = [TaskRecord(id: "job", name: "job", kind: "k", status: .pending, ownerID: "owner", createdAt: now)]
+        let claimed = ClaimedRoot(
+            id: "job", status: .pending, kind: "k", priority: 0, createdAt: now, nextAttemptAt: nil, previousOwner: nil,
+            tree: tree)
+
+        _ = state.loadClaimed(
+            claimed, tree: tree, body: { _ in nil }, kindOptions: nil, now: now, monotonicNow: TaskClock(clock).now(),
+            maxInterruptions: 3, clock: TaskClock(clock))
+
+        let node = state.node(id: "job")
+        #expect(node?.record.ownerID == nil, "handed back")
+        #expect(node?.record.status == .pending)
+        #expect(node?.pendingColumns.contains(.owner) == true, "the stop's flush writes it")
+        #expect(node?.phase == .idle, "not waiting for a slot")
+    }
+
     @Test func aClaimWhoseTreeCouldNotBeReadIsLoadedByALaterPass() {
         var state = GraphState.alone(slots: 1)
         let now = Date(timeIntervalSince1970: 1_000)

@@ -111,6 +111,15 @@ extension GraphState {
                 tree, previousOwner: claimed.previousOwner, body: body, kindOptions: kindOptions, owner: ownerID,
                 now: now, maxInterruptions: maxInterruptions, clock: clock)
         }
+        if isShutDown, let root = node(id: claimed.id), root.phase != .running, root.execution == nil,
+            !root.record.status.isFinished, root.record.ownerID == ownerID
+        {
+            // The stop began while this claim was on its way (it may have taken a job the stop had just released):
+            // handed back as the stop hands back a queued root, with what it flushes, rather than kept owned here
+            // where nothing will run it.
+            _ = try? transition(root, .release, by: .system, now: now, silent: true)
+            effects += setIdle(root)
+        }
         var result = dispatch(now: now, monotonicNow: monotonicNow)
         result.effects += effects
         return result
