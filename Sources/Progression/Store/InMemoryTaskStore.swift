@@ -22,6 +22,9 @@ public actor InMemoryTaskStore: TaskStoreBackend, BroadcastingChanges {
         var children: [ChildKey: String] = [:]
         var idempotency: [String: String] = [:]
         var byRoot: [String: Set<String>] = [:]
+        /// Roots not finished (pending, running, paused), as SQLite's partial index of waiting roots: what a claim, the
+        /// next waiting time and the owners that hold work read, without a scan of every task kept.
+        var unfinishedRoots: Set<String> = []
         /// Job trees: the link of each child job, dependencies, signals, and the tree keeper's queue (in order).
         var links: [String: String] = [:]
         var dependencies: [JobDependency] = []
@@ -46,6 +49,13 @@ public actor InMemoryTaskStore: TaskStoreBackend, BroadcastingChanges {
             if let child = task.childJobID { links[child] = nil }
             byRoot[task.rootID]?.remove(id)
             if byRoot[task.rootID]?.isEmpty == true { byRoot[task.rootID] = nil }
+            if task.isRoot { unfinishedRoots.remove(id) }
+        }
+
+        /// The unfinished roots, as stored (an array: a lazy view would keep `tasks` shared, and the next write to it
+        /// would copy every record).
+        var unfinished: [TaskRecord] {
+            unfinishedRoots.compactMap { tasks[$0] }
         }
     }
 
@@ -90,7 +100,9 @@ public actor InMemoryTaskStore: TaskStoreBackend, BroadcastingChanges {
         try transaction { state in
             var rejected: [String] = []
             var conflicting: [String] = []
-            var fence = BatchFence(batch)
+            // A root's own row is checked as it is updated (as SQLite does): the actor's transaction excludes every
+            // other writer, so that is the same rule as reading it first.
+            var fence = BatchFence(batch, checksRootsInTheirUpdates: true)
             var holders: [String: BatchFence.Holder] = [:]
             for root in fence.rootsToRead {
                 if let stored = state.tasks[root] {
@@ -115,6 +127,16 @@ public actor InMemoryTaskStore: TaskStoreBackend, BroadcastingChanges {
             }
             for update in batch.updates {
                 guard fence.writes(update.record), var stored = state.tasks[update.record.id] else {
+                    rejected.append(update.record.id)
+                    continue
+                }
+                let held =
+                    switch fence.condition(for: update) {
+                    case .none: true
+                    case .heldBy(let owner): stored.ownerID == owner
+                    case .unownedWith(let status): stored.ownerID == nil && stored.status == status
+                    }
+                guard held else {
                     rejected.append(update.record.id)
                     continue
                 }
@@ -176,14 +198,13 @@ public actor InMemoryTaskStore: TaskStoreBackend, BroadcastingChanges {
                 if let limit = kind.maxConcurrent { limits[name] = limit }
             }
             var owned: [String: Int] = [:]
-            for task in state.tasks.values
-            where task.isRoot && task.ownerID != nil && (task.status == .running || task.status == .pending) {
+            for task in state.unfinished where task.ownerID != nil && (task.status == .running || task.status == .pending) {
                 if let kind = task.kind, limits[kind] != nil { owned[kind, default: 0] += 1 }
             }
             let plan = ClaimPlan(claim, paused: Set(state.pausedKinds.keys), limits: limits, owned: owned)
             let now = claim.now.storedMilliseconds
-            let candidates = state.tasks.values
-                .filter { $0.isRoot && !$0.status.isFinished && $0.status != .paused && fromOwners.contains($0.ownerID) }
+            let candidates = state.unfinished
+                .filter { $0.status != .paused && fromOwners.contains($0.ownerID) }
                 .filter { ($0.nextAttemptAt?.storedMilliseconds ?? .min) <= now }
                 .filter { plan.kinds.keeps($0.kind) && claim.mayTake(kind: $0.kind, version: $0.version) }
                 .map {
@@ -339,8 +360,8 @@ public actor InMemoryTaskStore: TaskStoreBackend, BroadcastingChanges {
 
     package func nextWaitingTime(after date: Date) -> Date? {
         let after = date.storedMilliseconds
-        return state.tasks.values.lazy
-            .filter { $0.isRoot && $0.status == .pending }
+        return state.unfinished.lazy
+            .filter { $0.status == .pending }
             .compactMap(\.nextAttemptAt)
             .filter { $0.storedMilliseconds > after }
             .min()
@@ -415,7 +436,7 @@ public actor InMemoryTaskStore: TaskStoreBackend, BroadcastingChanges {
     }
 
     package func forgetIdleOwners(_ ids: [String]) -> Int {
-        let holding = Set(state.tasks.values.lazy.filter { $0.isRoot && !$0.status.isFinished }.compactMap(\.ownerID))
+        let holding = Set(state.unfinished.compactMap(\.ownerID))
         var forgotten = 0
         for id in Set(ids) where !holding.contains(id) {
             if state.owners.removeValue(forKey: id) != nil { forgotten += 1 }
@@ -719,6 +740,19 @@ public actor InMemoryTaskStore: TaskStoreBackend, BroadcastingChanges {
         }
         if let total = task.total, !(total > 0) { throw fail("total of '\(task.id)' must be positive") }
         if let rate = task.rate, !(rate >= 0) { throw fail("rate of '\(task.id)' must not be negative") }
+        if let stored = state.tasks[task.id], stored.hasSameIndexKeys(as: task) {
+            // A row written again with the same identity (an update): its index entries stay as they are.
+            state.remember(task.id)
+            state.tasks[task.id] = task.withStoredTimes
+            if task.isRoot {
+                if task.status.isFinished {
+                    state.unfinishedRoots.remove(task.id)
+                } else {
+                    state.unfinishedRoots.insert(task.id)
+                }
+            }
+            return
+        }
         if let parentID = task.parentID {
             let key = ChildKey(parent: parentID, name: task.name, occurrence: task.occurrence)
             if let twin = state.children[key], twin != task.id {
@@ -735,12 +769,7 @@ public actor InMemoryTaskStore: TaskStoreBackend, BroadcastingChanges {
         let place = state.sequence[task.id]
         state.remove(task.id)
         state.sequence[task.id] = place
-        var task = task
-        task.createdAt = task.createdAt.roundedToMilliseconds
-        task.updatedAt = task.updatedAt.roundedToMilliseconds
-        task.startedAt = task.startedAt?.roundedToMilliseconds
-        task.finishedAt = task.finishedAt?.roundedToMilliseconds
-        task.nextAttemptAt = task.nextAttemptAt?.roundedToMilliseconds
+        let task = task.withStoredTimes
         if state.sequence[task.id] == nil {
             state.sequence[task.id] = state.nextSequence
             state.nextSequence += 1
@@ -757,6 +786,7 @@ public actor InMemoryTaskStore: TaskStoreBackend, BroadcastingChanges {
         if let kind = task.kind, let key = task.idempotencyKey { state.idempotency[kind + "\u{0}" + key] = task.id }
         if let child = task.childJobID { state.links[child] = task.id }
         state.byRoot[task.rootID, default: []].insert(task.id)
+        if task.isRoot, !task.status.isFinished { state.unfinishedRoots.insert(task.id) }
     }
 
     private static func append(_ events: [TaskEvent], to state: inout State) throws {
@@ -776,5 +806,25 @@ public actor InMemoryTaskStore: TaskStoreBackend, BroadcastingChanges {
         guard let top = state.tasks[id] else { return [] }
         let nodes = (state.byRoot[top.rootID] ?? []).compactMap { state.tasks[$0] }
         return TaskTreeOrder.subtree(of: id, in: nodes)
+    }
+}
+
+private extension TaskRecord {
+    /// Whether `other` has the same entries in the in-memory store's indexes (its parent, child identity, root,
+    /// idempotency key and child job).
+    func hasSameIndexKeys(as other: TaskRecord) -> Bool {
+        parentID == other.parentID && rootID == other.rootID && name == other.name && occurrence == other.occurrence
+            && kind == other.kind && idempotencyKey == other.idempotencyKey && childJobID == other.childJobID
+    }
+
+    /// The record with its times to the millisecond, as a store keeps them.
+    var withStoredTimes: TaskRecord {
+        var task = self
+        task.createdAt = task.createdAt.roundedToMilliseconds
+        task.updatedAt = task.updatedAt.roundedToMilliseconds
+        task.startedAt = task.startedAt?.roundedToMilliseconds
+        task.finishedAt = task.finishedAt?.roundedToMilliseconds
+        task.nextAttemptAt = task.nextAttemptAt?.roundedToMilliseconds
+        return task
     }
 }
