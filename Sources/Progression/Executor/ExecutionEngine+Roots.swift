@@ -26,7 +26,6 @@ extension ExecutionEngine {
             try state.addRoots(roots, now: now, monotonicNow: monotonicNow)
         }
         carry(added.dispatch)
-        wakeWriter(urgent: true)
         for root in roots { metrics.kind(root.record.kind).submitted.increment() }
         return (added.handles, added.sequence)
     }
@@ -48,6 +47,7 @@ extension ExecutionEngine {
         perform(dispatch.effects)
         for wake in dispatch.wakes { wake.resume() }
         launch(dispatch.launches)
+        dispatch.writerWindow?.resume()
         if dispatch.wantsClaims { claimSignal.signal() }
     }
 
@@ -81,9 +81,9 @@ extension ExecutionEngine {
         LatencyTimeline.mark(.runBegan)
         let start = locked { state -> (sequence: Int64, body: RootBody)? in
             guard let node = state.nodes[handle], let body = node.body else { return nil }
-            // A start its claim committed waits for nothing.
-            if node.startedByClaim, node.staged == nil { return (state.committedSequence, body) }
-            return (node.staged?.sequence ?? state.changeSequence, body)
+            // Launched once its start was committed (by the writer, or by its claim), it waits for nothing, unless a
+            // later transition is staged (a pause, a cancel): then for that one's commit.
+            return (node.staged?.sequence ?? state.committedSequence, body)
         }
         guard let start else {
             giveUpStart(handle)
@@ -154,8 +154,6 @@ extension ExecutionEngine {
             record(ended, startedAt: started.startedAt ?? now, now: now, retryDelay: end.retryDelay)
         }
         carry(end.dispatch)
-        // Whoever waits for this root (waitForTask, a retry by hand) waits for the commit: no batching window.
-        wakeWriter(urgent: true)
     }
 
     /// Counts how a run ended, times it, and logs what an operator wants to know (a retry, a failure).

@@ -35,6 +35,8 @@ final class ExecutionEngine: Sendable {
     let storageOutage = StorageOutage()
     /// How many background loops run now (0 once a shutdown returned).
     let runningLoops = Atomic<Int>(0)
+    /// The executor's loops were started and it is not shut down (``TaskExecutor/ensureStarted()``).
+    let loopsStarted = Atomic<Bool>(false)
 
     private let writerWake: AsyncStream<Void>.Continuation
     let writerSignals: AsyncStream<Void>
@@ -135,12 +137,9 @@ final class ExecutionEngine: Sendable {
     func waitForCommit(_ sequence: Int64) async throws {
         if locked({ $0.committedSequence >= sequence }) { return }
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-            let immediate = locked { $0.waitForCommit(sequence, continuation) }
-            if let immediate {
-                continuation.resume(with: immediate)
-            } else {
-                wakeWriter(urgent: true)
-            }
+            let (immediate, window) = locked { $0.waitForCommitSoon(sequence, continuation) }
+            if let immediate { continuation.resume(with: immediate) }
+            window?.resume()
         }
     }
 

@@ -90,7 +90,7 @@ extension TaskExecutor {
 
     /// Submits a job of a kind given as a type with ``JobOptions``; as ``submit(_:input:options:)-(String,_,_)``.
     @discardableResult
-    public func submit<Kind: JobKind>(
+    public nonisolated func submit<Kind: JobKind>(
         _ kind: Kind.Type, input: Kind.Input, options: JobOptions = JobOptions()
     ) async throws -> String {
         try await submit(Kind.name, input: input, options: options)
@@ -98,7 +98,7 @@ extension TaskExecutor {
 
     /// Submits many jobs of a kind given as a type in one commit; as ``submit(_:inputs:options:)-(String,_,_)``.
     @discardableResult
-    public func submit<Kind: JobKind>(
+    public nonisolated func submit<Kind: JobKind>(
         _ kind: Kind.Type, inputs: [Kind.Input], options: (Kind.Input) -> JobOptions = { _ in JobOptions() }
     ) async throws -> [String] {
         try await submit(Kind.name, inputs: inputs, options: options)

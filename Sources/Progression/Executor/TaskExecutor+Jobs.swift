@@ -110,11 +110,11 @@ extension TaskExecutor {
     ///   ``ProgressionError/invalidArgument(_:)`` (a run-at and a delay both, dependencies with a time),
     ///   ``JobDependencyError``, `EncodingError`, ``ProgressionError/shutDown``, ``JobInputTooLargeError``.
     @discardableResult
-    public func submit<Input: Encodable & Sendable>(
+    public nonisolated func submit<Input: Encodable & Sendable>(
         _ kind: String, input: Input, options jobOptions: JobOptions = JobOptions()
     ) async throws -> String {
         guard let job = engine.registry.kind(kind) else { throw ProgressionError.unknownKind(kind) }
-        try startIfNeeded()
+        try await ensureStarted()
         let idempotencyKey = jobOptions.idempotencyKey
         if let idempotencyKey, let existing = try await engine.store.root(kind: kind, idempotencyKey: idempotencyKey) {
             return existing.id
@@ -179,11 +179,11 @@ extension TaskExecutor {
     ///
     /// - Throws: as ``submit(_:input:options:)-(String,_,_)``; nothing is added then.
     @discardableResult
-    public func submit<Input: Encodable & Sendable>(
+    public nonisolated func submit<Input: Encodable & Sendable>(
         _ kind: String, inputs: [Input], options: (Input) -> JobOptions = { _ in JobOptions() }
     ) async throws -> [String] {
         guard let job = engine.registry.kind(kind) else { throw ProgressionError.unknownKind(kind) }
-        try startIfNeeded()
+        try await ensureStarted()
         let now = engine.now()
         var ids: [String?] = []
         var keys: [String?] = []

@@ -33,7 +33,16 @@ extension TaskExecutor {
             // and waits for their end (`value`, which no cancellation cuts short), and `run()` returns after that.
             let engine = engine
             life = .running(Task.detached { await engine.runLoops() })
+            engine.loopsStarted.store(true, ordering: .releasing)
         }
+    }
+
+    /// ``startIfNeeded()`` from outside the actor: a submit once the loops run (nearly every one) makes no hop onto
+    /// it. A submit that passes this check while a shutdown begins is refused by the graph (``GraphState/addRoots(_:now:monotonicNow:)``),
+    /// as one that came just before it is handed back.
+    nonisolated func ensureStarted() async throws {
+        if engine.loopsStarted.load(ordering: .acquiring) { return }
+        try await startIfNeeded()
     }
 
     /// Starts the scheduler: registers this executor as an owner, recovers at once the tasks of dead owners and the
@@ -81,6 +90,7 @@ extension TaskExecutor {
             loops = running
         }
         life = .shutDown(loops)
+        engine.loopsStarted.store(false, ordering: .releasing)
         let grace = gracePeriod ?? engine.configuration.shutdownGracePeriod
         let begun = engine.beginShutdown()
         engine.logger.info("shutting down", metadata: ["running": "\(begun.running.count + begun.unlaunched.count)"])

@@ -215,11 +215,11 @@ public actor TaskExecutor {
     /// - Throws: ``ProgressionError/duplicateID(_:)`` when a task with this id exists (in memory or in the store);
     ///   ``ProgressionError/shutDown``.
     @discardableResult
-    public func addTask(
+    public nonisolated func addTask(
         name: String, id: String? = nil, options: TaskOptions = .default,
         _ body: @escaping @Sendable (any TaskContext) async throws -> Void
     ) async throws -> String {
-        try startIfNeeded()
+        try await ensureStarted()
         let id = if let id { id } else { try await engine.identifiers.next() }
         let record = TaskRecord(
             id: id, name: name, options: options, status: .pending, ownerID: ownerID, createdAt: engine.now())

@@ -14,6 +14,9 @@ struct NewRoot: Sendable {
 /// backlog could fill (the claim loop is woken).
 struct Dispatch {
     var launches: [NodeHandle] = []
+    /// The writer, waiting out its batching window, when a commit is awaited now (a start staged, an end to settle):
+    /// resumed to write at once (``GraphState/hurryWriter()``).
+    var writerWindow: CheckedContinuation<Void, Never>?
     var wakes: [CheckedContinuation<Void, any Error>] = []
     var wantsClaims = false
     /// Roots found paused or finished while they waited became idle.
@@ -21,6 +24,7 @@ struct Dispatch {
 
     static func += (left: inout Dispatch, right: Dispatch) {
         left.launches += right.launches
+        if left.writerWindow == nil { left.writerWindow = right.writerWindow }
         left.wakes += right.wakes
         left.wantsClaims = left.wantsClaims || right.wantsClaims
         left.effects += right.effects
@@ -153,6 +157,8 @@ extension GraphState {
         var dispatch = Dispatch()
         if let sequence, sequence > committedSequence {
             endedRuns.append((sequence, run))
+            // Whoever waits for this root (waitForTask, a retry by hand) waits for the commit: no batching window.
+            dispatch.writerWindow = hurryWriter()
         } else {
             dispatch.effects = settle(run)
         }
@@ -288,6 +294,8 @@ extension GraphState {
             unlaunched[handle] = .some(nil)
             dispatch.launches.append(handle)
         }
+        // Their runs wait for their starts' commit: the writer writes at once.
+        if !dispatch.launches.isEmpty { dispatch.writerWindow = hurryWriter() }
         dispatch.wantsClaims = runQueue.unclaimedSlots > 0
         return dispatch
     }

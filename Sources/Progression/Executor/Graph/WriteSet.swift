@@ -200,6 +200,15 @@ extension GraphState {
         }
     }
 
+    /// As ``waitForCommit(_:_:)``, and the writer waiting out its batching window, to resume so that it writes at once
+    /// (the changes waited for are in the write set or in the batch being written: the writer was woken for them).
+    mutating func waitForCommitSoon(
+        _ sequence: Int64, _ continuation: CheckedContinuation<Void, any Error>
+    ) -> (immediate: Result<Void, any Error>?, window: CheckedContinuation<Void, Never>?) {
+        guard let immediate = waitForCommit(sequence, continuation) else { return (nil, hurryWriter()) }
+        return (immediate, nil)
+    }
+
     var hasPendingWrites: Bool {
         !dirtyNodes.isEmpty || !events.isEmpty || !treeChanges.isEmpty || !newChildJobs.isEmpty || commits.hasWaiters
     }
@@ -263,6 +272,12 @@ extension GraphState {
         if awaitsCommit || closedError != nil { return true }
         windowWaiter = continuation
         return false
+    }
+
+    /// A commit is awaited: the writer skips its batching window, and the one it waits out now ends (its continuation
+    /// is returned, to resume once the lock is released).
+    mutating func hurryWriter() -> CheckedContinuation<Void, Never>? {
+        endWindow(urgent: true)
     }
 
     /// Ends the writer's batching window (its timer, or `urgent`: someone waits for a commit, which also keeps the
