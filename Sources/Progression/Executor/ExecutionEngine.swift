@@ -76,7 +76,8 @@ final class ExecutionEngine: Sendable {
         state = Mutex(
             GraphState(
                 ownerID: ownerID, maxConcurrentTasks: configuration.maxConcurrentTasks, writerWake: writerWake,
-                eventBacklogLimit: configuration.eventBacklogLimit, writerLagTolerance: writerLagTolerance))
+                eventBacklogLimit: configuration.eventBacklogLimit, writerLagTolerance: writerLagTolerance,
+                sweepsFailed: configuration.failedTaskVisibility != nil))
         self.writerLagTolerance = writerLagTolerance
         metrics = ExecutorMetrics(factory: configuration.metricsFactory ?? MetricsSystem.factory)
         tracer = configuration.tracer ?? InstrumentationSystem.tracer

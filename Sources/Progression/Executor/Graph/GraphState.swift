@@ -1,3 +1,4 @@
+import DequeModule
 import Foundation
 
 /// Everything the executor keeps in memory, behind the graph's one lock. Each concern lives in a file of its own as
@@ -79,6 +80,16 @@ struct GraphState {
     /// Roots whose end is staged, to settle once it is committed, in the order of their sequences.
     var endedRuns: [(sequence: Int64, run: EndedRun)] = []
 
+    /// Roots whose committed status is finished, in the order their finish was committed, with that finish's time:
+    /// completed ones, and failed or cancelled ones (those only while they are swept at all). A sweep reads them from
+    /// the oldest and stops at the first within its visibility, rather than looking at every root in memory (with
+    /// the default visibility, a busy executor holds hundreds of thousands). An entry whose root has changed since (run
+    /// again, removed) is dropped when the sweep reaches it.
+    var finishedCompleted = Deque<(node: TaskNode, finishedAt: Date)>()
+    var finishedOther = Deque<(node: TaskNode, finishedAt: Date)>()
+    /// Failed and cancelled roots are swept (``TaskExecutor/Configuration/failedTaskVisibility`` is set).
+    let sweepsFailed: Bool
+
     // Snapshots.
     var version: Int64 = 0
     var publishedVersion: Int64 = -1
@@ -90,9 +101,10 @@ struct GraphState {
 
     init(
         ownerID: String, maxConcurrentTasks: Int, writerWake: AsyncStream<Void>.Continuation, eventBacklogLimit: Int,
-        writerLagTolerance: TimeInterval
+        writerLagTolerance: TimeInterval, sweepsFailed: Bool = true
     ) {
         self.ownerID = ownerID
+        self.sweepsFailed = sweepsFailed
         runQueue = RunQueue(maxConcurrent: maxConcurrentTasks)
         self.writerWake = writerWake
         self.eventBacklogLimit = eventBacklogLimit

@@ -1,3 +1,4 @@
+import DequeModule
 import Foundation
 
 /// The tree of tasks in memory: nodes by handle and id, roots in order, children by name and occurrence.
@@ -44,8 +45,20 @@ extension GraphState {
             stage(node)
         } else {
             touch(node)
+            noteFinish(of: node)
         }
         return node
+    }
+
+    /// Queues a root whose committed status is finished (with a finish time) for the sweeps.
+    mutating func noteFinish(of root: TaskNode) {
+        let committed = root.committed
+        guard committed.status.isFinished, let finishedAt = committed.finishedAt else { return }
+        if committed.status == .completed {
+            finishedCompleted.append((root, finishedAt))
+        } else if sweepsFailed {
+            finishedOther.append((root, finishedAt))
+        }
     }
 
     /// Adds a stored node below `parent` (a tree loaded from the store).
@@ -101,8 +114,8 @@ extension GraphState {
             }
             for node in subtree { node.children = [] }
         }
-        let gone = Set(removed.map(ObjectIdentifier.init))
-        roots.removeAll { gone.contains(ObjectIdentifier($0)) }
+        // Marked removed above (and only these: a root in the list is in memory).
+        roots.removeAll(where: \.removed)
         if !events.isEmpty { events.removeAll { ids.contains($0.taskID) } }
         version += 1
         return ids
@@ -113,15 +126,38 @@ extension GraphState {
     /// write. Returns the ids removed.
     @discardableResult
     mutating func sweepFinished(completedBefore: Date, failedBefore: Date?) -> Set<String> {
-        let finished = roots.filter { root in
-            let committed = root.committed
-            guard committed.status.isFinished, root.phase == .idle, let finishedAt = committed.finishedAt,
-                root.staged == nil, !root.isInWriteSet,
-                let limit = committed.status == .completed ? completedBefore : failedBefore
-            else { return false }
-            return finishedAt < limit
-        }
+        var finished: [TaskNode] = []
+        Self.take(from: &finishedCompleted, completed: true, before: completedBefore, into: &finished)
+        if let failedBefore { Self.take(from: &finishedOther, completed: false, before: failedBefore, into: &finished) }
         return removeRoots(finished)
+    }
+
+    /// Takes from the front of a queue of finished roots (``finishedCompleted``, ``finishedOther``) those finished
+    /// before `limit` that are idle with nothing left to write; those not idle yet stay at its front, and entries of
+    /// roots that changed since they were queued are dropped. Stops at the first root finished at `limit` or later.
+    private static func take(
+        from queue: inout Deque<(node: TaskNode, finishedAt: Date)>, completed: Bool, before limit: Date,
+        into finished: inout [TaskNode]
+    ) {
+        var notIdle: [(node: TaskNode, finishedAt: Date)] = []
+        while let entry = queue.first {
+            let root = entry.node
+            let committed = root.committed
+            guard !root.removed, committed.status.isFinished, (committed.status == .completed) == completed,
+                committed.finishedAt == entry.finishedAt
+            else {
+                queue.removeFirst()
+                continue
+            }
+            guard entry.finishedAt < limit else { break }
+            queue.removeFirst()
+            if root.phase == .idle, root.staged == nil, !root.isInWriteSet {
+                finished.append(root)
+            } else {
+                notIdle.append(entry)
+            }
+        }
+        queue.prepend(contentsOf: notIdle)
     }
 }
 

@@ -99,8 +99,10 @@ extension GraphState {
         if case .failing = storage { storage = .healthy }
         if !stagedNodes.isEmpty {
             var promoted: [TaskNode] = []
+            var finished: [TaskNode] = []
             stagedNodes.removeAll { node in
                 guard let staged = node.staged, staged.sequence <= sequence else { return false }
+                if node.isRoot, staged.status.isFinished, !node.committed.status.isFinished { finished.append(node) }
                 node.committed = staged
                 node.staged = nil
                 if !node.conflicted { node.hidden = false }
@@ -108,6 +110,7 @@ extension GraphState {
                 return true
             }
             for node in promoted { touch(node) }
+            for root in finished { noteFinish(of: root) }
         }
         return Committed(waiters: ready, effects: effects)
     }
