@@ -32,12 +32,13 @@ public actor InMemoryTaskStore: TaskStoreBackend, BroadcastingChanges {
         var treeQueue: [TreeChange] = []
         /// When each fleet duty's next turn is due.
         var duties: [String: (next: Date, owner: String)] = [:]
-        /// The tasks the running transaction touched, as they were before it (`nil`: absent): its undo log.
-        var journal: [String: (record: TaskRecord?, sequence: Int?)] = [:]
+        /// The tasks the running transaction touched, as they were before each change (`nil`: absent), in order: its
+        /// undo log, undone from the last entry.
+        var journal: [(id: String, record: TaskRecord?, sequence: Int?)] = []
 
-        /// Notes a task's state before the running transaction first changes it.
+        /// Notes a task's state before the running transaction changes it.
         mutating func remember(_ id: String) {
-            if journal[id] == nil { journal[id] = (tasks[id], sequence[id]) }
+            journal.append((id, tasks[id], sequence[id]))
         }
 
         mutating func remove(_ id: String) {
@@ -116,20 +117,18 @@ public actor InMemoryTaskStore: TaskStoreBackend, BroadcastingChanges {
                     continue
                 }
                 do {
-                    guard state.tasks[record.id] == nil else {
-                        throw TaskStoreError(.conflict, message: "a task with id '\(record.id)' exists")
-                    }
-                    try Self.put(record, into: &state)
+                    try Self.insert(record, into: &state)
                 } catch let error as TaskStoreError where error.reason == .conflict {
                     conflicting.append(record.id)
                     if record.isRoot { fence.rootInsertConflicted(record.id) }
                 }
             }
             for update in batch.updates {
-                guard fence.writes(update.record), var stored = state.tasks[update.record.id] else {
+                guard fence.writes(update.record), let place = state.tasks.index(forKey: update.record.id) else {
                     rejected.append(update.record.id)
                     continue
                 }
+                var stored = state.tasks.values[place]
                 let held =
                     switch fence.condition(for: update) {
                     case .none: true
@@ -141,7 +140,7 @@ public actor InMemoryTaskStore: TaskStoreBackend, BroadcastingChanges {
                     continue
                 }
                 update.columns.copy(from: update.record, into: &stored)
-                try Self.put(stored, into: &state)
+                try Self.replace(stored, at: place, into: &state)
             }
             try Self.append(BatchFence.events(of: batch, skipping: rejected + conflicting), to: &state)
             let refused = Set(rejected)
@@ -708,9 +707,9 @@ public actor InMemoryTaskStore: TaskStoreBackend, BroadcastingChanges {
         } catch {
             let journal = state.journal
             state.journal.removeAll()
-            for (id, before) in journal {
-                state.remove(id)
-                state.sequence[id] = before.sequence
+            for before in journal.reversed() {
+                state.remove(before.id)
+                state.sequence[before.id] = before.sequence
                 if let record = before.record { Self.index(record, into: &state) }
             }
             state.journal.removeAll()
@@ -722,8 +721,40 @@ public actor InMemoryTaskStore: TaskStoreBackend, BroadcastingChanges {
         }
     }
 
-    /// Stores a record after checking what the SQLite schema checks.
-    private static func put(_ task: TaskRecord, into state: inout State) throws {
+    /// Stores a new record after checking what the SQLite schema checks (a conflict when its id exists).
+    private static func insert(_ task: TaskRecord, into state: inout State) throws {
+        guard state.tasks[task.id] == nil else {
+            throw TaskStoreError(.conflict, message: "a task with id '\(task.id)' exists")
+        }
+        try check(task)
+        try checkIdentity(task, in: state)
+        state.journal.append((task.id, nil, nil))
+        state.sequence[task.id] = state.nextSequence
+        state.nextSequence += 1
+        index(task.withStoredTimes, into: &state)
+    }
+
+    /// Writes a stored record again, at its place in the tasks (an update of its changeable columns: its identity and
+    /// so its index entries stay), after checking what the SQLite schema checks.
+    private static func replace(
+        _ task: TaskRecord, at place: Dictionary<String, TaskRecord>.Index, into state: inout State
+    ) throws {
+        try check(task)
+        let before = state.tasks.values[place]
+        guard before.hasSameIndexKeys(as: task) else { return try put(task, into: &state) }
+        state.journal.append((task.id, before, state.sequence[task.id]))
+        state.tasks.values[place] = task.withStoredTimes
+        if task.isRoot, task.status.isFinished != before.status.isFinished {
+            if task.status.isFinished {
+                state.unfinishedRoots.remove(task.id)
+            } else {
+                state.unfinishedRoots.insert(task.id)
+            }
+        }
+    }
+
+    /// What the SQLite schema checks of a row's values.
+    private static func check(_ task: TaskRecord) throws {
         func fail(_ message: String) -> TaskStoreError { TaskStoreError(.constraint, message: message) }
         if let progress = task.progress, !(progress >= 0 && progress <= 1) {
             throw fail("progress \(progress) of '\(task.id)' is outside 0...1")
@@ -740,6 +771,27 @@ public actor InMemoryTaskStore: TaskStoreBackend, BroadcastingChanges {
         }
         if let total = task.total, !(total > 0) { throw fail("total of '\(task.id)' must be positive") }
         if let rate = task.rate, !(rate >= 0) { throw fail("rate of '\(task.id)' must not be negative") }
+    }
+
+    /// The child identity and idempotency key of a row, refused when another row has them.
+    private static func checkIdentity(_ task: TaskRecord, in state: State) throws {
+        if let parentID = task.parentID {
+            let key = ChildKey(parent: parentID, name: task.name, occurrence: task.occurrence)
+            if let twin = state.children[key], twin != task.id {
+                throw TaskStoreError(
+                    .conflict, message: "'\(parentID)' has a child '\(task.name)' #\(task.occurrence) already")
+            }
+        }
+        if let kind = task.kind, let key = task.idempotencyKey, let twin = state.idempotency[kind + "\u{0}" + key],
+            twin != task.id
+        {
+            throw TaskStoreError(.conflict, message: "a '\(kind)' job with idempotency key '\(key)' exists")
+        }
+    }
+
+    /// Stores a record after checking what the SQLite schema checks.
+    private static func put(_ task: TaskRecord, into state: inout State) throws {
+        try check(task)
         if let stored = state.tasks[task.id], stored.hasSameIndexKeys(as: task) {
             // A row written again with the same identity (an update): its index entries stay as they are.
             state.remember(task.id)
@@ -753,18 +805,7 @@ public actor InMemoryTaskStore: TaskStoreBackend, BroadcastingChanges {
             }
             return
         }
-        if let parentID = task.parentID {
-            let key = ChildKey(parent: parentID, name: task.name, occurrence: task.occurrence)
-            if let twin = state.children[key], twin != task.id {
-                throw TaskStoreError(
-                    .conflict, message: "'\(parentID)' has a child '\(task.name)' #\(task.occurrence) already")
-            }
-        }
-        if let kind = task.kind, let key = task.idempotencyKey, let twin = state.idempotency[kind + "\u{0}" + key],
-            twin != task.id
-        {
-            throw TaskStoreError(.conflict, message: "a '\(kind)' job with idempotency key '\(key)' exists")
-        }
+        try checkIdentity(task, in: state)
         // A replaced record may have moved in the indexes; it keeps its place in the insertion order.
         let place = state.sequence[task.id]
         state.remove(task.id)
@@ -817,14 +858,19 @@ private extension TaskRecord {
             && kind == other.kind && idempotencyKey == other.idempotencyKey && childJobID == other.childJobID
     }
 
-    /// The record with its times to the millisecond, as a store keeps them.
+    /// The record with its times to the millisecond, as a store keeps them (changed, and so copied, only where a time
+    /// is not: the executor's times are read to the millisecond).
     var withStoredTimes: TaskRecord {
         var task = self
-        task.createdAt = task.createdAt.roundedToMilliseconds
-        task.updatedAt = task.updatedAt.roundedToMilliseconds
-        task.startedAt = task.startedAt?.roundedToMilliseconds
-        task.finishedAt = task.finishedAt?.roundedToMilliseconds
-        task.nextAttemptAt = task.nextAttemptAt?.roundedToMilliseconds
+        func round(_ date: Date) -> Date? {
+            let rounded = date.roundedToMilliseconds
+            return rounded == date ? nil : rounded
+        }
+        if let rounded = round(createdAt) { task.createdAt = rounded }
+        if let rounded = round(updatedAt) { task.updatedAt = rounded }
+        if let date = startedAt, let rounded = round(date) { task.startedAt = rounded }
+        if let date = finishedAt, let rounded = round(date) { task.finishedAt = rounded }
+        if let date = nextAttemptAt, let rounded = round(date) { task.nextAttemptAt = rounded }
         return task
     }
 }
