@@ -73,7 +73,9 @@ extension ExecutionEngine {
         let record = locked { $0.nodes[child]?.record }
         let span = tracer.startSpan(name, context: ServiceContext.current ?? .topLevel, ofKind: .internal)
         if let record { Self.describe(span, record) }
-        var result = await ServiceContext.withValue(span.context) { await execute(child, isRoot: false, body) }
+        var result = await ServiceContext.withValue(span.context) {
+            await execute(child, taskID: record?.id ?? "", body)
+        }
         var data: Data?
         if case .success(let value) = result, let codec {
             do { data = try codec.encode(value) } catch { result = .failure(error) }

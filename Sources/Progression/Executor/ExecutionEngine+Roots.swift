@@ -34,7 +34,8 @@ extension ExecutionEngine {
     /// returned.
     func commitNewRoots(_ handles: [NodeHandle], sequence: Int64) async throws -> [String] {
         do {
-            try await waitForCommit(sequence)
+            // Just added: not committed yet, so the wait registers without a look first.
+            try await waitForCommit(sequence, looksFirst: false)
         } catch {
             locked { $0.newRootsNotCommitted(handles) }
             throw error
@@ -79,27 +80,48 @@ extension ExecutionEngine {
     /// worker took it, or an operator changed it) is dropped without running.
     func runRoot(_ handle: NodeHandle) async {
         LatencyTimeline.mark(.runBegan)
-        let start = locked { state -> (sequence: Int64, body: RootBody)? in
-            guard let node = state.nodes[handle], let body = node.body else { return nil }
-            // Launched once its start was committed (by the writer, or by its claim), it waits for nothing, unless a
-            // later transition is staged (a pause, a cancel): then for that one's commit.
-            return (node.staged?.sequence ?? state.committedSequence, body)
+        // The graph is entered three times on the way to the code (a look, the wait's registration when the start is
+        // not committed yet, the start): each entry is one more chance to contend for the lock with the other tasks.
+        enum Look {
+            case gone
+            case committed(RootBody)
+            case waits(for: Int64, RootBody)
         }
-        guard let start else {
+        let look = locked { state -> Look in
+            guard let node = state.nodes[handle], let body = node.body else { return .gone }
+            // Its start staged (or, when its claim committed it, none), and any later transition staged since (a
+            // pause, a cancel): it runs once that is committed.
+            guard let staged = node.staged, staged.sequence > state.committedSequence else { return .committed(body) }
+            return .waits(for: staged.sequence, body)
+        }
+        let body: RootBody
+        switch look {
+        case .gone:
+            giveUpStart(handle)
+            return
+        case .committed(let committed):
+            body = committed
+        case .waits(let sequence, let waiting):
+            do {
+                try await waitForCommit(sequence, looksFirst: false)
+            } catch {
+                giveUpStart(handle)
+                return
+            }
+            body = waiting
+        }
+        let monotonicNow = clock.now()
+        let begun = locked { state -> (record: TaskRecord, stopped: Bool, effects: GraphEffects)? in
+            guard let started = state.startCommitted(handle) else { return nil }
+            let begun = state.beginExecution(handle, cancel: nil, now: monotonicNow)
+            return (started, begun.stopped, begun.effects)
+        }
+        guard let begun else {
             giveUpStart(handle)
             return
         }
-        do {
-            try await waitForCommit(start.sequence)
-        } catch {
-            giveUpStart(handle)
-            return
-        }
-        let started = locked { $0.startCommitted(handle) }
-        guard let started else {
-            giveUpStart(handle)
-            return
-        }
+        perform(begun.effects)
+        let started = begun.record
         let kind = metrics.kind(started.kind)
         kind.started.increment()
         if started.attempt > 1 {
@@ -111,8 +133,15 @@ extension ExecutionEngine {
         let span = tracer.startSpan(started.name, context: .topLevel, ofKind: .internal)
         Self.describe(span, started)
         LatencyTimeline.mark(.codeBegan)
-        let result = await ServiceContext.withValue(span.context) {
-            await execute(handle, isRoot: true) { context in try await start.body(context) }
+        // A root's code runs in its run task, which `stop` cancels.
+        let context = LiveTaskContext(handle: handle, taskID: started.id, engine: self)
+        let result: Result<Data?, any Error>
+        if begun.stopped {
+            result = .failure(CancellationError())
+        } else {
+            result = await ServiceContext.withValue(span.context) { () async -> Result<Data?, any Error> in
+                do { return .success(try await body(context)) } catch { return .failure(error) }
+            }
         }
         LatencyTimeline.mark(.codeReturned)
         Self.end(span, result)
@@ -145,7 +174,9 @@ extension ExecutionEngine {
         // The jitter of a retry's delay; drawing it costs a system call, so only a failure draws it.
         let random = if case .failure = result { Double.random(in: 0..<1) } else { 0.0 }
         let end = locked { state in
-            state.endRun(
+            // Its code no longer runs (its timeout and pause clock stop), in the same entry as the end.
+            state.endExecution(handle)
+            return state.endRun(
                 handle, result, now: now, monotonicNow: monotonicNow, random: random, configuration: configuration)
         }
         // Counted before the writer is woken: whoever the commit wakes (waitForTask) reads the run's metrics. Counted
@@ -197,20 +228,12 @@ extension ExecutionEngine {
         carry(locked { state in state.giveUpStart(handle, now: now, monotonicNow: monotonicNow) })
     }
 
-    /// Runs a node's code (a root's in the calling task, a subtask's in a task of its own, so that it can be cancelled
-    /// by id), under the node's timeout.
+    /// Runs a subtask's code in a task of its own (so that it can be cancelled by id), under its timeout. (A root's
+    /// runs in its run task: ``runRoot(_:)``.)
     func execute<T: Sendable>(
-        _ handle: NodeHandle, isRoot: Bool, _ body: @escaping @Sendable (any TaskContext) async throws -> T
+        _ handle: NodeHandle, taskID: String, _ body: @escaping @Sendable (any TaskContext) async throws -> T
     ) async -> Result<T, any Error> {
-        let context = LiveTaskContext(handle: handle, taskID: locked { $0.nodes[handle]?.record.id ?? "" }, engine: self)
-        if isRoot {
-            let stopped = beginExecution(handle, cancel: nil)
-            if stopped { return .failure(CancellationError()) }
-            let result: Result<T, any Error>
-            do { result = .success(try await body(context)) } catch { result = .failure(error) }
-            endExecution(handle)
-            return result
-        }
+        let context = LiveTaskContext(handle: handle, taskID: taskID, engine: self)
         let work = Task { try await body(context) }
         if beginExecution(handle, cancel: { work.cancel() }) { work.cancel() }
         let result = await withTaskCancellationHandler {

@@ -135,8 +135,10 @@ final class ExecutionEngine: Sendable {
     ///
     /// - Throws: ``ProgressionError/shutDown`` (or the store's last error) when the executor closed before the
     ///   commit.
-    func waitForCommit(_ sequence: Int64) async throws {
-        if locked({ $0.committedSequence >= sequence }) { return }
+    /// - Parameter looksFirst: whether to look whether it is committed before making a continuation (`false` when the
+    ///   caller just found it is not: the registration finds it committed meanwhile all the same).
+    func waitForCommit(_ sequence: Int64, looksFirst: Bool = true) async throws {
+        if looksFirst, locked({ $0.committedSequence >= sequence }) { return }
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
             let (immediate, window) = locked { $0.waitForCommitSoon(sequence, continuation) }
             if let immediate { continuation.resume(with: immediate) }
