@@ -65,12 +65,20 @@ extension SQLiteTaskStore {
     /// The claim's plan (``ClaimPlan``) from the kinds paused, the limits and the roots of limited kinds owned now:
     /// read in the claim's transaction, so that no two claims both see room for the same job.
     func claimPlan(_ claim: RootClaim, connection: SQLiteConnection) throws -> ClaimPlan {
-        let paused = Set(try connection.query("SELECT name FROM paused_kinds") { $0.text(at: 0) })
+        // The kinds paused and the limits, in one statement.
+        var paused: Set<String> = []
         var limits: [String: Int] = [:]
-        for row in try connection.query("SELECT name, max_concurrent FROM job_kinds WHERE max_concurrent IS NOT NULL", [], {
-            ($0.text(at: 0), Int($0.int64(at: 1)))
-        }) where claim.kinds?.contains(row.0) ?? true {
-            limits[row.0] = row.1
+        for row in try connection.query(
+            """
+            SELECT 0, name, 0 FROM paused_kinds
+            UNION ALL SELECT 1, name, max_concurrent FROM job_kinds WHERE max_concurrent IS NOT NULL
+            """, [], { ($0.int64(at: 0), $0.text(at: 1), Int($0.int64(at: 2))) })
+        {
+            if row.0 == 0 {
+                paused.insert(row.1)
+            } else if claim.kinds?.contains(row.1) ?? true {
+                limits[row.1] = row.2
+            }
         }
         guard !limits.isEmpty else { return ClaimPlan(claim, paused: paused, limits: [:], owned: [:]) }
         // Owned unfinished roots that are not paused: running, or claimed to start now.

@@ -248,24 +248,28 @@ extension SQLiteTaskStore {
                 """,
                 [now] + owners.map { .text($0) } + kindParameters + [.integer(Int64(claim.limit))])
             var claimed = plan.choose(candidates)
-            // Taken in the same transaction, each row only while it still has the owner it was read with.
-            let take = try connection.cachedStatement("UPDATE tasks SET owner_id = ? WHERE id = ? AND owner_id IS ?")
-            for root in claimed {
-                defer { take.reset() }
-                try take.bind(claim.newOwner, at: 1)
-                try take.bind(root.id, at: 2)
-                try take.bindOptional(root.previousOwner, at: 3)
-                try take.step()
-            }
-            // For an executor, a root without subtasks (a job that never ran) comes back whole: its tree is the root
-            // alone, and the executor need not read it again (a second call to the store, 135 µs of a job's latency).
-            // A tree with subtasks is read after the claim, outside its write. A job taken from no owner that the
-            // claimer has a slot for is started in this transaction (``ClaimStarts``).
-            if claim.readsTrees {
-                let select = "SELECT \(Self.columns) FROM tasks WHERE id = ?"
-                let subtasks = "SELECT EXISTS (SELECT 1 FROM tasks WHERE root_id = ? AND parent_id IS NOT NULL)"
-                for index in claimed.indices where try connection.scalarInt(subtasks, [.text(claimed[index].id)]) == 0 {
-                    let tree = try connection.query(select, [.text(claimed[index].id)]) { try record(from: $0) }
+            // Taken in the same transaction, each row only while it still has the owner it was read with. For an
+            // executor, a root without subtasks (a job that never ran) comes back whole from its update: its tree is
+            // the root alone, and the executor need not read it again (a second call to the store, 135 µs of a job's
+            // latency). A tree with subtasks is read after the claim, outside its write. A job taken from no owner that
+            // the claimer has a slot for is started in this transaction (``ClaimStarts``).
+            let take = "UPDATE tasks SET owner_id = ? WHERE id = ? AND owner_id IS ?"
+            let takeReturning = take + " RETURNING \(Self.columns), EXISTS (SELECT 1 FROM tasks AS subtask "
+                + "WHERE subtask.root_id = tasks.id AND subtask.parent_id IS NOT NULL)"
+            let subtasksColumn = Int32(TaskTableColumn.allCases.count)
+            for index in claimed.indices {
+                let values: [SQLiteValue] = [
+                    .text(claim.newOwner), .text(claimed[index].id), SQLiteValue(claimed[index].previousOwner),
+                ]
+                guard claim.readsTrees else {
+                    try connection.execute(take, values)
+                    continue
+                }
+                let taken = try connection.query(takeReturning, values) { row in
+                    (record: try record(from: row), hasSubtasks: row.int64(at: subtasksColumn) != 0)
+                }
+                if let taken = taken.first, !taken.hasSubtasks {
+                    let tree = [taken.record]
                     claimed[index].tree = tree
                     if claimed[index].previousOwner == nil, let root = tree.first, let starts = claim.starts,
                         let start = starts.start(root, owner: claim.newOwner)
