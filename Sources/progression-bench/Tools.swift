@@ -15,6 +15,7 @@ enum Tools {
         (FleetTestTool.command, FleetTestTool.main),
         (ChaosTestTool.command, ChaosTestTool.main),
         (ConsoleBenchTool.command, ConsoleBenchTool.main),
+        (JobsLoopTool.command, JobsLoopTool.main),
     ]
 
     /// The tool named by the first of `arguments` (those after the program's name), if one is.
