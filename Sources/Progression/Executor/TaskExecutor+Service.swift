@@ -38,8 +38,8 @@ extension TaskExecutor {
     }
 
     /// ``startIfNeeded()`` from outside the actor: a submit once the loops run (nearly every one) makes no hop onto
-    /// it. A submit that passes this check while a shutdown begins is refused by the graph (``GraphState/addRoots(_:now:monotonicNow:)``),
-    /// as one that came just before it is handed back.
+    /// it. A submit that passes this check while a shutdown begins is refused by the graph
+    /// (``GraphState/addRoots(_:now:monotonicNow:)``), as one that came just before it is handed back.
     nonisolated func ensureStarted() async throws {
         if engine.loopsStarted.load(ordering: .acquiring) { return }
         try await startIfNeeded()

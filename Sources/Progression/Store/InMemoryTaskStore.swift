@@ -197,7 +197,8 @@ public actor InMemoryTaskStore: TaskStoreBackend, BroadcastingChanges {
                 if let limit = kind.maxConcurrent { limits[name] = limit }
             }
             var owned: [String: Int] = [:]
-            for task in state.unfinished where task.ownerID != nil && (task.status == .running || task.status == .pending) {
+            for task in state.unfinished
+            where task.ownerID != nil && (task.status == .running || task.status == .pending) {
                 if let kind = task.kind, limits[kind] != nil { owned[kind, default: 0] += 1 }
             }
             let plan = ClaimPlan(claim, paused: Set(state.pausedKinds.keys), limits: limits, owned: owned)
