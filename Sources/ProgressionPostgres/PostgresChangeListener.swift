@@ -43,7 +43,7 @@ final class PostgresChangeListener: Sendable {
         var failures = 0
         while !Task.isCancelled {
             do {
-                try await client.withConnection { connection in
+                try await client.withPooledConnection { connection in
                     try await connection.listen(on: channel) { notifications in
                         failures = 0
                         self.setListening(true)

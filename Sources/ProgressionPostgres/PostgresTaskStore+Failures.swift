@@ -91,6 +91,42 @@ extension PostgresTaskStore {
 }
 
 /// The connection a call uses, so that its deadline can close it.
+extension PostgresClient {
+    /// Runs `body` on a connection of the pool, as `withConnection` does, and closes the connection before it goes back
+    /// when `body` failed in a way that ended its session (``endsSession(_:)``). postgres-nio 1.33.2 returns a
+    /// connection whose backend the server ended in the middle of a statement (`pg_terminate_backend`: the statement
+    /// fails with a `FATAL` error, then the server closes the socket) to the pool as idle, and the next call handed it
+    /// waits for an answer that never comes, until its deadline. Closed here, and waited for, the pool knows it closed
+    /// (its close callback runs before this one's) and opens another for the next call
+    /// (`aCallAfterTheServerEndedTheSessionOfTheLastIsAnswered`).
+    func withPooledConnection<T: Sendable>(_ body: (PostgresConnection) async throws -> T) async throws -> T {
+        try await withConnection { connection in
+            do {
+                return try await body(connection)
+            } catch {
+                if Self.endsSession(error) { try? await connection.close() }
+                throw error
+            }
+        }
+    }
+
+    /// Whether `error` ended its connection's session: a server error of severity `FATAL` or `PANIC` (after which the
+    /// server closes the connection), or the connection itself failing.
+    static func endsSession(_ error: any Error) -> Bool {
+        guard let error = error as? PSQLError else { return error is ChannelError || error is IOError }
+        if let severity = error.serverInfo?[.severity] ?? error.serverInfo?[.localizedSeverity] {
+            return severity == "FATAL" || severity == "PANIC"
+        }
+        switch error.code {
+        case .serverClosedConnection, .uncleanShutdown, .connectionError, .messageDecodingFailure,
+            .unexpectedBackendMessage:
+            return true
+        default:
+            return false
+        }
+    }
+}
+
 final class ConnectionSlot: Sendable {
     private let state = Mutex<(connection: PostgresConnection?, expired: Bool)>((nil, false))
 

@@ -538,7 +538,7 @@ public final class PostgresTaskStore: TaskStoreBackend, BroadcastingChanges, Ser
         let work = Task {
             do {
                 if !opening { try await self.opened() }
-                let value = try await client.withConnection { connection in
+                let value = try await client.withPooledConnection { connection in
                     guard slot.attach(connection) else { throw CallDeadlineExceeded() }
                     defer { slot.detach() }
                     return try await withTaskExecutorPreference(EventLoopTaskExecutor(connection.eventLoop)) {

@@ -119,7 +119,7 @@ struct LostInsertTests {
         defer { held.release.open() }
         // The lost insert, on a connection of the store's pool whose answer nobody reads.
         let lostInsert = Task {
-            try await store.client.withConnection { connection in
+            try await store.client.withPooledConnection { connection in
                 try await connection.query(
                     PostgresQuery(unsafeSQL: store.insertSQL(onConflict: ""), binds: try store.columnArrays([mine])),
                     logger: store.logger)
@@ -171,7 +171,7 @@ struct LostInsertTests {
             let release = Gate()
             self.release = release
             holding = Task {
-                try await store.client.withConnection { connection in
+                try await store.client.withPooledConnection { connection in
                     // Held as long as the test needs, however loaded the machine.
                     try await connection.query("SET idle_in_transaction_session_timeout = 0", logger: store.logger)
                     try await connection.query("BEGIN", logger: store.logger)
