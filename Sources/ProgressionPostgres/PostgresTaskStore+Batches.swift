@@ -125,73 +125,10 @@ struct BatchCall: PostgresPreparedStatement {
         add(events.map(\.errorType))
         self.bindings = bindings
     }
-}
 
-/// A batch of a few roots' rows (new roots, changes of stored roots) with their events, as one call of the schema's
-/// `apply_roots` procedure (migration 0008): what `apply_batch` writes for it (the fencing rule, the session's mark and
-/// outcome, the queued tree work, the notification, the commit before the answer), row by row. With one job at a
-/// time, a job's start (its insert, running) and its end (with the next job's insert or start) are such batches.
-struct RootsCall: PostgresPreparedStatement {
-    typealias Row = (Bool, [String], [String])
-
-    static let name = "progression_apply_roots"
-
-    /// The most rows a batch may have to go in this call: a larger one is written faster by `apply_batch`'s one
-    /// statement (docs/performance.md, ninth pass).
-    static let maximumRows = 4
-
-    /// The parameters, in order: those of ``BatchCall`` before its arrays; the inserts (an array per column of
-    /// ``BatchCall/procedureColumns``); the updates' ids, the status each is guarded by when its job is queued
-    /// unowned (NULL: the owner's), their column masks and an array per column of ``BatchCall/procedureUpdatable``;
-    /// the events, as ``BatchCall``'s.
-    static let parameterTypes: [String] =
-        ["text", "text", "int8", "int8", "int8", "int8", "text"]
-        + BatchCall.procedureColumns.map { $0.type.rawValue + "[]" }
-        + ["text[]", "text[]", "int4[]"]
-        + BatchCall.procedureUpdatable.map { $0.type.rawValue + "[]" }
-        + ["text[]", "text[]", "text[]", "int8[]", "int4[]", "float8[]", "text[]", "text[]"]
-
-    static let sql =
-        "CALL apply_roots("
-        + parameterTypes.enumerated().map { "$\($0.offset + 1)::\($0.element)" }.joined(separator: ", ")
-        + ", NULL::boolean, NULL::text[], NULL::text[])"
-
-    let bindings: PostgresBindings
-    let batch: TaskBatch
-
-    func makeBindings() throws -> PostgresBindings { bindings }
-
-    func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
-
-    /// Whether `batch` goes in this call: it goes in one call (``BatchCall/fits(_:)``), its rows are roots (a stored
-    /// root's own row is checked in its update), at most ``maximumRows`` of them.
-    static func fits(_ batch: TaskBatch) -> Bool {
-        guard batch.inserts.count + batch.updates.count <= maximumRows, BatchCall.fits(batch) else { return false }
-        return batch.inserts.allSatisfy(\.isRoot) && batch.updates.allSatisfy(\.record.isRoot)
-    }
-
-    /// The call of `batch` (which ``fits(_:)``), numbered `numbers` in `session`.
-    init(_ batch: TaskBatch, numbers: BatchCall.Numbers, session: String, now: Date, store: PostgresTaskStore) throws {
-        precondition(Self.fits(batch), "a batch of more than a few roots' rows goes in apply_batch")
-        self.batch = batch
-        var bindings = PostgresBindings(capacity: Self.parameterTypes.count)
-        bindings.append(batch.owner!)
-        bindings.append(session)
-        bindings.append(numbers.batch)
-        bindings.append(numbers.after)
-        bindings.append(numbers.acknowledged)
-        bindings.append(now.storedMilliseconds)
-        bindings.append(store.names.channel)
-        for column in BatchCall.procedureColumns { try store.appendArray(of: column, batch.inserts, to: &bindings) }
-        // In the byte order of their ids, in which apply_batch locks roots.
-        let updates = batch.updates.sorted { $0.record.id.utf8.lexicographicallyPrecedes($1.record.id.utf8) }
-        bindings.append(PostgresArray(updates.map { Optional($0.record.id) }))
-        bindings.append(PostgresArray(updates.map { $0.unownedWithStatus?.rawValue }))
-        bindings.append(PostgresArray(updates.map { Optional(Int32(bitPattern: $0.columns.rawValue)) }))
-        let records = updates.map(\.record)
-        for column in BatchCall.procedureUpdatable { try store.appendArray(of: column, records, to: &bindings) }
-        PostgresTaskStore.appendEventArrays(batch.events, to: &bindings)
-        self.bindings = bindings
+    /// What the batch did not write, in the batch's order (inserts, then updates).
+    func result(rejected: [String], conflicting: [String]) -> TaskBatchResult {
+        TaskBatchResult(rejectedTaskIDs: rejected, conflictingTaskIDs: conflicting)
     }
 }
 
@@ -327,17 +264,10 @@ extension PostgresTaskStore {
     func applyInOneCall(_ batch: TaskBatch) async throws -> TaskBatchResult? {
         try await opened()
         let numbers = batchSession.withLock { $0.number() }
-        let call: BatchCall?
-        let roots: RootsCall?
+        let call: BatchCall
         let connection: (PostgresConnection, BatchSession.Backend)
         do {
-            if configuration.rootCalls, RootsCall.fits(batch) {
-                roots = try RootsCall(batch, numbers: numbers, session: sessionID, now: Date(), store: self)
-                call = nil
-            } else {
-                call = try BatchCall(batch, numbers: numbers, session: sessionID, now: Date(), store: self)
-                roots = nil
-            }
+            call = try BatchCall(batch, numbers: numbers, session: sessionID, now: Date(), store: self)
             connection = try await batchConnection()
             try Task.checkCancellation()
         } catch {
@@ -350,14 +280,8 @@ extension PostgresTaskStore {
             let open = connection.0
             answer = try await withBatchDeadline(closing: open) {
                 var answer: BatchCall.Row?
-                if let roots {
-                    for try await row in try await open.execute(roots, logger: self.logger) where answer == nil {
-                        answer = row
-                    }
-                } else if let call {
-                    for try await row in try await open.execute(call, logger: self.logger) where answer == nil {
-                        answer = row
-                    }
+                for try await row in try await open.execute(call, logger: self.logger) where answer == nil {
+                    answer = row
                 }
                 guard let answer else {
                     throw TaskStoreError(.other, path: self.location, message: "the batch procedure gave no answer")
@@ -366,12 +290,12 @@ extension PostgresTaskStore {
             }
         } catch {
             return try await settleLostAnswer(
-                of: batch, numbers: numbers, backend: connection.1, error: Self.storeError(error, location: location))
+                of: call, numbers: numbers, backend: connection.1, error: Self.storeError(error, location: location))
         }
         let (applied, rejected, conflicting) = answer
         if applied {
             batchSession.withLock { $0.committed(numbers.batch) }
-            return Self.result(of: batch, rejected: rejected, conflicting: conflicting)
+            return call.result(rejected: rejected, conflicting: conflicting)
         }
         // Every earlier batch of the session is settled (the turn): the server's mark is where the chain stands.
         let mark = try await read { [self] connection in
@@ -394,24 +318,10 @@ extension PostgresTaskStore {
         return nil
     }
 
-    /// What a batch did not write, in the batch's order (inserts, then updates), whatever order its procedure wrote
-    /// them in (``RootsCall`` updates rows in the order of their ids).
-    static func result(of batch: TaskBatch, rejected: [String], conflicting: [String]) -> TaskBatchResult {
-        guard rejected.count > 1 || conflicting.count > 1 else {
-            return TaskBatchResult(rejectedTaskIDs: rejected, conflictingTaskIDs: conflicting)
-        }
-        let order = batch.inserts.map(\.id) + batch.updates.map(\.record.id)
-        func ordered(_ ids: [String]) -> [String] {
-            let refused = Set(ids)
-            return order.filter { refused.contains($0) }
-        }
-        return TaskBatchResult(rejectedTaskIDs: ordered(rejected), conflictingTaskIDs: ordered(conflicting))
-    }
-
     /// A batch call ended without a usable answer: its connection is closed, and the session's mark says whether it
     /// committed once its backend is gone.
     private func settleLostAnswer(
-        of batch: TaskBatch, numbers: BatchCall.Numbers, backend: BatchSession.Backend, error: TaskStoreError
+        of call: BatchCall, numbers: BatchCall.Numbers, backend: BatchSession.Backend, error: TaskStoreError
     ) async throws -> TaskBatchResult {
         dropBatchConnection()
         let mark = BatchSession.Mark(session: sessionID, batch: numbers.batch, backend: backend)
@@ -419,16 +329,16 @@ extension PostgresTaskStore {
         case .committed(let rejected, let conflicting)?:
             batchSession.withLock { $0.committed(numbers.batch) }
             logger.notice("a batch whose answer was lost committed", metadata: ["batch": "\(numbers.batch)"])
-            return Self.result(of: batch, rejected: rejected, conflicting: conflicting)
+            return call.result(rejected: rejected, conflicting: conflicting)
         case .aborted?:
-            let settled = BatchSession.Unconfirmed(batch: numbers.batch, writes: .written(by: batch))
+            let settled = BatchSession.Unconfirmed(batch: numbers.batch, writes: .written(by: call.batch))
             batchSession.withLock { $0.failed(numbers.batch, settled: settled) }
             logger.notice(
                 "a batch whose answer was lost did not commit",
                 metadata: ["batch": "\(numbers.batch)", "backend": "\(backend.pid)"])
             throw error
         case nil:
-            let writes = Ambiguous.Stored.written(by: batch)
+            let writes = Ambiguous.Stored.written(by: call.batch)
             ambiguous.withLock { $0.batches.append(Ambiguous.Batch(commit: .mark(mark), writes: writes)) }
             throw TaskStoreError(
                 .unavailable, path: location,
@@ -538,9 +448,8 @@ extension PostgresTaskStore {
         // A connection that opens after the deadline is closed by whichever side comes last.
         let handoff = Mutex<(connection: PostgresConnection?, abandoned: Bool)>((nil, false))
         let opening = Task { () throws -> (PostgresConnection, BatchSession.Backend) in
-            let connecting: EventLoopFuture<PostgresConnection> = PostgresConnection.connect(
-                on: self.batchEventLoop, configuration: configuration, id: -id, logger: logger)
-            let connection = try await connecting.get()
+            let connection = try await PostgresConnection.connect(
+                configuration: configuration, id: -id, logger: logger)
             let abandoned = handoff.withLock { state -> Bool in
                 if !state.abandoned { state.connection = connection }
                 return state.abandoned

@@ -93,9 +93,6 @@ public final class PostgresTaskStore: TaskStoreBackend, BroadcastingChanges, Ser
         /// longer (`statement_timeout`) and a session left idle inside a transaction for longer than twice this
         /// (`idle_in_transaction_session_timeout`), which frees the locks of a client cut off from it.
         public var callTimeout: Duration = .seconds(10)
-        /// Whether a batch of a few roots' rows goes through `apply_roots` (migration 0008); `false`: every batch that
-        /// fits one call goes through `apply_batch` (the tests hold the two to each other).
-        package var rootCalls = true
         /// The deadline of opening the store: connecting, checking the schema and applying its migrations (which may
         /// rewrite large tables: their statements have no statement timeout).
         public var openTimeout: Duration = .seconds(120)
@@ -172,16 +169,6 @@ public final class PostgresTaskStore: TaskStoreBackend, BroadcastingChanges, Ser
     let batchTurn = AsyncTurn()
     /// The session of ``batchSession`` in `writer_marks`.
     let sessionID = UUID().uuidString
-    /// The event loop of the batch connection, on which an executor's writer runs (``writerExecutor``): a batch then
-    /// goes from the writer to its connection and back without a thread switch each way.
-    let batchEventLoop: any EventLoop = PostgresConnection.defaultEventLoopGroup.next()
-
-    /// The writer's actor runs on the batch connection's event loop (NIO's loops are their own serial executors, and
-    /// the default group's loops live as long as the process: the unowned reference stays valid).
-    package nonisolated var writerExecutor: UnownedSerialExecutor? { batchEventLoop.executor.asUnownedSerialExecutor() }
-
-    /// And so does what the writer calls of the store (``apply(_:)``).
-    package nonisolated var writerTaskExecutor: (any _Concurrency.TaskExecutor)? { EventLoopTaskExecutor(batchEventLoop) }
 
     private struct Lifecycle {
         enum Phase {

@@ -9,8 +9,8 @@ import Testing
 @testable import ProgressionPostgres
 import ProgressionPostgresTestSupport
 
-/// An executor's batch as one call of the schema's `apply_batch` procedure (migration 0003), or of `apply_roots`
-/// (migration 0008) for a few roots' rows, which commits before it answers: its plan, its column masks, its chain of batches, and what the store does when the answer is lost.
+/// An executor's batch as one call of the schema's `apply_batch` procedure (migration 0003), which commits before it
+/// answers: its plan, its column masks, its chain of batches, and what the store does when the answer is lost.
 struct BatchCallTests {
     static let t0 = Date(timeIntervalSince1970: 1_700_000_000)
 
@@ -162,15 +162,10 @@ struct BatchCallTests {
 
     /// The procedure writes a column of an update only where the update's column set has it: its masks are
     /// TaskColumns' bits, written in the migration (a column set and the procedure disagreeing would write one
-    /// column's value over another, or drop it). Both procedures: `apply_roots` (migration 0008), which a batch of one
-    /// update goes in, and `apply_batch`.
-    @Test(
-        arguments: (0..<32).map { TaskColumns(rawValue: 1 << $0) }.filter { TaskColumns.all.contains($0) },
-        [true, false])
-    func anUpdateWritesOnlyTheColumnsOfItsSet(column: TaskColumns, rootCalls: Bool) async throws {
-        let store = try await PostgresSchemaTests.open(PostgresSchemaTests.schemaName("mask")) {
-            $0.rootCalls = rootCalls
-        }
+    /// column's value over another, or drop it).
+    @Test(arguments: (0..<32).map { TaskColumns(rawValue: 1 << $0) }.filter { TaskColumns.all.contains($0) })
+    func anUpdateWritesOnlyTheColumnsOfItsSet(column: TaskColumns) async throws {
+        let store = try await PostgresSchemaTests.open(PostgresSchemaTests.schemaName("mask"))
         defer { Task { await store.close() } }
         let before = TaskRecord(
             id: "r", name: "r", kind: "k", options: .default, status: .completed, progress: 0.25, step: "a",
@@ -204,8 +199,7 @@ struct BatchCallTests {
     /// Each batch names the one before it in its session, and writes nothing unless that one committed: a batch sent
     /// behind one that failed (on the same connection, before the failure was known) cannot write over what the
     /// failed one left out.
-    @Test(arguments: [true, false])
-    func aBatchWritesNothingUnlessTheOneBeforeItInItsSessionCommitted(rootCalls: Bool) async throws {
+    @Test func aBatchWritesNothingUnlessTheOneBeforeItInItsSessionCommitted() async throws {
         let store = try await PostgresSchemaTests.open(PostgresSchemaTests.schemaName("chain"))
         defer { Task { await store.close() } }
         var root = TaskRecord(id: "r", name: "r", kind: "k", status: .running, ownerID: "o", createdAt: Self.t0)
@@ -213,17 +207,13 @@ struct BatchCallTests {
         let session = "test-\(UUID().uuidString)"
         func call(_ batch: Int64, after: Int64, progress: Double) async throws -> Bool {
             root.progress = progress
-            let written = TaskBatch(updates: [TaskUpdate(root, columns: .progress)], owner: "o")
-            let numbers = BatchCall.Numbers(batch: batch, after: after, acknowledged: 0)
+            let call = try BatchCall(
+                TaskBatch(updates: [TaskUpdate(root, columns: .progress)], owner: "o"),
+                numbers: BatchCall.Numbers(batch: batch, after: after, acknowledged: 0), session: session, now: Date(),
+                store: store)
             return try await store.read { connection in
                 var applied: Bool?
-                if rootCalls {
-                    let call = try RootsCall(written, numbers: numbers, session: session, now: Date(), store: store)
-                    for try await row in try await connection.execute(call, logger: store.logger) { applied = row.0 }
-                } else {
-                    let call = try BatchCall(written, numbers: numbers, session: session, now: Date(), store: store)
-                    for try await row in try await connection.execute(call, logger: store.logger) { applied = row.0 }
-                }
+                for try await row in try await connection.execute(call, logger: store.logger) { applied = row.0 }
                 return try #require(applied as Bool?)
             }
         }

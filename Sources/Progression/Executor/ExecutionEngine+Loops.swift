@@ -19,7 +19,7 @@ extension ExecutionEngine {
         }
         defer { if let ends, let teller { ends.removeTeller(teller) } }
         let loops: [@Sendable () async -> Void] = [
-            { await self.runWriter(writer) }, { await self.runTimers() }, { await self.runPublisher() },
+            { await writer.run() }, { await self.runTimers() }, { await self.runPublisher() },
             { await self.runMaintenance() }, { await self.runControlRequests() }, { await self.runClaims() },
             { await self.runSchedules() }, { await self.runTreeKeeper() }, { await self.runRetention() },
             { await self.runGauges() },
@@ -34,15 +34,6 @@ extension ExecutionEngine {
             }
             // The writer ends when the graph closes (or it is cancelled), the others when cancelled.
             await group.waitForAll()
-        }
-    }
-
-    /// Runs the writer, on the task executor its store names for it (``TaskWriting/writerTaskExecutor``).
-    func runWriter(_ writer: StoreWriter) async {
-        if let preferred = store.writerTaskExecutor {
-            await withTaskExecutorPreference(preferred) { await writer.run() }
-        } else {
-            await writer.run()
         }
     }
 

@@ -53,11 +53,6 @@ package protocol TaskWriting: Sendable {
     /// serial executor names it, so that the writer's calls into the store run without a thread switch.
     nonisolated var writerExecutor: UnownedSerialExecutor? { get }
 
-    /// The task executor the writer's calls into the store should prefer (`nil`: none): with ``writerExecutor``, a
-    /// store whose calls run on a thread of their own (PostgreSQL's connection's event loop) names it, so that what
-    /// the writer calls of it runs there too.
-    nonisolated var writerTaskExecutor: (any _Concurrency.TaskExecutor)? { get }
-
     /// Reserves `count` consecutive values of the store's root-id sequence (see ``TaskIdentifier``).
     func reserveIdentifiers(_ count: Int) async throws -> Range<Int64>
 
@@ -146,7 +141,6 @@ package protocol StoreHousekeeping: Sendable {
 
 extension TaskWriting {
     package nonisolated var writerExecutor: UnownedSerialExecutor? { nil }
-    package nonisolated var writerTaskExecutor: (any _Concurrency.TaskExecutor)? { nil }
 }
 
 extension StoreHousekeeping {
