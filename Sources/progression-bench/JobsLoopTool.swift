@@ -1,11 +1,5 @@
 import Foundation
 
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
-
 /// `progression-bench jobs-loop`: the `jobs_per_s` loop alone (``SubmitThroughput/jobs(count:concurrency:store:configure:)``),
 /// for a profiler: a run of it under `valgrind --tool=callgrind` (or `perf record`) measures the executor's cost of a
 /// job on one store without the rest of the scenario. The difference of two runs of different sizes, divided by the
@@ -47,10 +41,10 @@ enum JobsLoopTool {
             }
         }
         for _ in 0..<runs {
-            let switchesBefore = Self.contextSwitches()
+            let switchesBefore = ProcessTimes.contextSwitches()
             do {
                 let run = try await SubmitThroughput.jobs(count: jobs, concurrency: concurrency, store: store)
-                let switches = Double(Self.contextSwitches() - switchesBefore) / Double(jobs)
+                let switches = Double(ProcessTimes.contextSwitches() - switchesBefore) / Double(jobs)
                 print(
                     "jobs-loop: store=\(store.rawValue) jobs=\(jobs) concurrency=\(concurrency) "
                         + "jobs_per_s=\(String(format1: run.perSecond, decimals: 0)) "
@@ -60,12 +54,5 @@ enum JobsLoopTool {
                 fail("\(error)")
             }
         }
-    }
-
-    /// Voluntary and involuntary context switches of the process so far.
-    static func contextSwitches() -> Int {
-        var usage = rusage()
-        getrusage(RUSAGE_SELF.rawValue, &usage)
-        return usage.ru_nvcsw + usage.ru_nivcsw
     }
 }
