@@ -118,8 +118,8 @@ extension PostgresTaskStore {
     }
 
     /// The statement of a narrow update of many rows: the ids as `$1`, then one array per written column; returns
-    /// the ids it changed.
-    func updateSQL(_ columns: TaskColumns) -> String {
+    /// the ids it changed. `condition`: on the rows it changes, besides their ids (`t` the table's row).
+    func updateSQL(_ columns: TaskColumns, condition: String? = nil) -> String {
         var assignments: [String] = []
         var sources: [String] = ["$1::text[]"]
         var aliases: [String] = ["id"]
@@ -131,7 +131,7 @@ extension PostgresTaskStore {
         return """
             UPDATE \(names.tasks) AS t SET \(assignments.joined(separator: ", "))
             FROM unnest(\(sources.joined(separator: ", "))) AS u(\(aliases.joined(separator: ", ")))
-            WHERE t.id = u.id RETURNING t.id
+            WHERE t.id = u.id\(condition.map { " AND " + $0 } ?? "") RETURNING t.id
             """
     }
 
@@ -174,14 +174,16 @@ extension PostgresTaskStore {
         bindings.append(PostgresArray(events.map(\.errorType)))
     }
 
-    /// The statement inserting the events of the eight column arrays from parameter `$first` on.
-    static func insertEventsSQL(into table: String, from first: Int) -> String {
+    /// The statement inserting the events of the eight column arrays from parameter `$first` on. `condition`: on the
+    /// events it keeps (`e` the event, with the table's column names).
+    static func insertEventsSQL(into table: String, from first: Int, condition: String? = nil) -> String {
         let p = (first..<first + 8).map { "$\($0)" }
         return """
             INSERT INTO \(table) (task_id, root_id, kind, at, attempt, progress, message, error_type)
             SELECT * FROM unnest(\(p[0])::text[], \(p[1])::text[], \(p[2])::text[], \(p[3])::int8[], \(p[4])::int4[],
               \(p[5])::float8[], \(p[6])::text[], \(p[7])::text[])
-            WHERE pg_current_xact_id() IS NOT NULL
+              AS e(task_id, root_id, kind, at, attempt, progress, message, error_type)
+            WHERE pg_current_xact_id() IS NOT NULL\(condition.map { " AND " + $0 } ?? "")
             """
     }
 

@@ -289,45 +289,101 @@ extension PostgresTaskStore {
     }
 
     /// Starts, in the claim's open transaction, the roots of `roots` that its ``ClaimStarts`` start: those taken from
-    /// no owner whose tree (read in the claim) is the root alone. Their trees become the started roots.
+    /// no owner whose tree is the root alone. Their trees become the started roots.
+    ///
+    /// `taken`: the rows the claim took (one per root, `nil` for a root whose row it did not read), when whether each
+    /// root has subtasks is still to be read; the trees of those that have none become their rows. That read and the
+    /// starts are then one statement, so one round trip: the starts are made for every root taken from no owner, and
+    /// written only for those the statement finds without subtasks (a root with subtasks is left to the executor, as
+    /// before, and the slot taken for its start is given back at once, ``ClaimStarts/giveBack(_:)``). The statement
+    /// comes after the claim's, so its snapshot, taken after the claim's locks, sees the subtasks that a transaction
+    /// holding a root's lock wrote and committed while the claim waited. Without `taken`, the trees were read in the
+    /// claim.
     private func startClaimed(
-        _ roots: inout [ClaimedRoot], claim: RootClaim, connection: PostgresConnection
+        _ roots: inout [ClaimedRoot], taken: [TaskRecord?]? = nil, claim: RootClaim, connection: PostgresConnection
     ) async throws {
-        guard let starts = claim.starts else { return }
         var batch = TaskBatch(owner: claim.newOwner)
         var started: [Int: TaskRecord] = [:]
-        for index in roots.indices where roots[index].previousOwner == nil {
-            guard let tree = roots[index].tree, tree.count == 1,
-                let start = starts.start(tree[0], owner: claim.newOwner)
-            else { continue }
-            batch.updates += start.batch.updates
-            batch.events += start.batch.events
-            started[index] = start.record
+        if let starts = claim.starts {
+            for index in roots.indices where roots[index].previousOwner == nil {
+                let root: TaskRecord
+                if let taken {
+                    guard let record = taken[index] else { continue }
+                    root = record
+                } else {
+                    guard let tree = roots[index].tree, tree.count == 1 else { continue }
+                    root = tree[0]
+                }
+                guard let start = starts.start(root, owner: claim.newOwner) else { continue }
+                batch.updates += start.batch.updates
+                batch.events += start.batch.events
+                started[index] = start.record
+            }
         }
-        guard !started.isEmpty else { return }
-        // One statement: the rows (every column any start changes, each row's own values; the claim holds them in
-        // this transaction, so no fence is read), their events, and the notification that listeners (a producer
-        // waiting for its job, progressctl watch) hear of them by, as of a writer's batch.
-        let columns = batch.updates.reduce(TaskColumns()) { $0.union($1.columns) }
-        let updates = batch.updates.map { TaskUpdate($0.record, columns: columns) }
-        var parameters = try updateArrays(updates, columns: columns)
-        let first = parameters.count + 1
-        Self.appendEventArrays(batch.events, to: &parameters)
-        let count = try await rows(
-            prepared: """
-            WITH started AS (\(updateSQL(columns))),
-            logged AS (\(Self.insertEventsSQL(into: names.events, from: first)))
-            SELECT count(*) FROM started, pg_notify('\(names.channel)', '')
-            """, parameters, connection: connection
-        ) { try $0.decode(Int.self) }.first
-        guard count == updates.count else {
-            throw TaskStoreError(.other, path: location, message: "the starts of claimed tasks were not written")
+        let subtasksSQL = { (ids: Int) in
+            "SELECT DISTINCT root_id FROM \(self.names.tasks) WHERE root_id = ANY($\(ids)::text[]) AND parent_id IS NOT NULL"
         }
+        var withSubtasks: Set<String> = []
+        var written: Set<String> = []
+        if started.isEmpty {
+            guard taken != nil else { return }
+            withSubtasks = Set(
+                try await rows(prepared: subtasksSQL(1), bindings(roots.map(\.id)), connection: connection) {
+                    try $0.decode(String.self)
+                })
+        } else {
+            // The rows (every column any start changes, each row's own values; the claim holds them in this
+            // transaction, so no fence is read), their events, and the notification that listeners (a producer
+            // waiting for its job, progressctl watch) hear of them by, as of a writer's batch.
+            let columns = batch.updates.reduce(TaskColumns()) { $0.union($1.columns) }
+            let updates = batch.updates.map { TaskUpdate($0.record, columns: columns) }
+            var parameters = try updateArrays(updates, columns: columns)
+            let first = parameters.count + 1
+            Self.appendEventArrays(batch.events, to: &parameters)
+            let sql: String
+            if taken != nil {
+                parameters.append(roots.map(\.id))
+                sql = """
+                    WITH nested AS MATERIALIZED (\(subtasksSQL(parameters.count))),
+                    started AS (\(updateSQL(columns, condition: "t.id NOT IN (SELECT root_id FROM nested)"))),
+                    logged AS (\(Self.insertEventsSQL(
+                      into: names.events, from: first, condition: "e.root_id IN (SELECT id FROM started)")))
+                    SELECT 0, root_id FROM nested UNION ALL SELECT 1, id FROM started
+                    UNION ALL SELECT 2, NULL FROM pg_notify('\(names.channel)', '')
+                    """
+            } else {
+                sql = """
+                    WITH started AS (\(updateSQL(columns))),
+                    logged AS (\(Self.insertEventsSQL(into: names.events, from: first)))
+                    SELECT 1, id FROM started UNION ALL SELECT 2, NULL FROM pg_notify('\(names.channel)', '')
+                    """
+            }
+            for (set, id) in try await rows(
+                prepared: sql, parameters, connection: connection, { try $0.decode((Int32, String?).self) })
+            {
+                switch (set, id) {
+                case (0, let id?): withSubtasks.insert(id)
+                case (1, let id?): written.insert(id)
+                default: break
+                }
+            }
+            guard started.values.allSatisfy({ written.contains($0.id) || withSubtasks.contains($0.id) }) else {
+                throw TaskStoreError(.other, path: location, message: "the starts of claimed tasks were not written")
+            }
+            claim.starts?.giveBack(started.count - written.count)
+        }
+        if let taken {
+            for index in roots.indices where !withSubtasks.contains(roots[index].id) {
+                roots[index].tree = taken[index].map { [$0] }
+            }
+        }
+        guard !written.isEmpty else { return }
         // A child job's start is its parent's to mirror.
-        if batch.changesJobTrees {
-            try await queueTreeChanges(of: batch, written: { _ in true }, at: starts.now, connection: connection)
+        if batch.changesJobTrees, let starts = claim.starts {
+            try await queueTreeChanges(
+                of: batch, written: { written.contains($0) }, at: starts.now, connection: connection)
         }
-        for (index, record) in started {
+        for (index, record) in started where written.contains(record.id) {
             roots[index].tree = [record]
             roots[index].started = true
         }
@@ -680,9 +736,9 @@ extension PostgresTaskStore {
                 //
                 // No limited kind has room to count (the usual case): the plan's choice is the first `limit` roots in
                 // the claim's order, so one statement reads them, takes them and says the transaction's id (a claim is
-                // then BEGIN, two statements and COMMIT, and one more for an executor's trees). The ids are taken by
-                // `= ANY` of the chosen ids, so that the UPDATE looks each up in the primary key (an UPDATE … FROM the
-                // chunk would hash the whole table).
+                // then BEGIN, two statements and COMMIT, and one more for an executor's trees and starts). The ids are
+                // taken by `= ANY` of the chosen ids, so that the UPDATE looks each up in the primary key (an UPDATE …
+                // FROM the chunk would hash the whole table).
                 if plan.room.values.allSatisfy({ $0 == 0 }) {
                     parameters.append(newOwner)
                     let ownerParameter = parameters.count
@@ -720,18 +776,9 @@ extension PostgresTaskStore {
                     }
                     var roots = taken.map(\.root)
                     if claim.readsTrees {
-                        // A statement of its own, so a snapshot taken after the locks: the roots that have subtasks.
-                        let withSubtasks = Set(
-                            try await rows(
-                                prepared: """
-                                SELECT DISTINCT root_id FROM \(names.tasks)
-                                WHERE root_id = ANY($1::text[]) AND parent_id IS NOT NULL
-                                """, bindings(roots.map(\.id)), connection: connection
-                            ) { try $0.decode(String.self) })
-                        for index in roots.indices where !withSubtasks.contains(roots[index].id) {
-                            roots[index].tree = taken[index].record.map { [$0] }
-                        }
-                        try await startClaimed(&roots, claim: claim, connection: connection)
+                        // A statement of its own, so a snapshot taken after the locks: the roots that have subtasks,
+                        // and the starts of those that have none.
+                        try await startClaimed(&roots, taken: taken.map(\.record), claim: claim, connection: connection)
                     }
                     return (roots.sorted(by: ClaimPlan.precedes), first.xid)
                 }

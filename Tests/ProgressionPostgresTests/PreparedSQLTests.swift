@@ -112,8 +112,8 @@ struct PreparedSQLTests {
     /// cheapest plan; kept, that plan then scanned the grown table at every claim. A claim turns sequential scans off
     /// for its transaction, so that each plan kept looks its rows up by index: after 16 claims on an empty table and
     /// 5,000 jobs more, no statement the store's connection keeps prepared with a plan scans `tasks` whole. The
-    /// claim's statements after its first are planned once and that plan kept (`plan_cache_mode`): the start's and the
-    /// read of which roots have subtasks, whose array values made the server plan them again at every call, too.
+    /// claim's statements after its first are planned once and that plan kept (`plan_cache_mode`): the read of which roots
+    /// have subtasks with the starts, whose array values made the server plan it again at every call, too.
     @Test func eachPreparedStatementOfAClaimUsesItsIndexes() async throws {
         var configuration = try await LocalPostgresServer.shared().configuration(
             schema: PostgresSchemaTests.schemaName("plans"))
@@ -140,11 +140,11 @@ struct PreparedSQLTests {
                 """
                 SELECT statement, generic_plans, custom_plans FROM pg_prepared_statements
                 WHERE name LIKE 'progression%' AND (statement LIKE '%SKIP LOCKED%'
-                  OR statement LIKE 'WITH started AS%' OR statement LIKE 'SELECT DISTINCT root_id%')
+                  OR statement LIKE 'WITH nested AS%' OR statement LIKE 'SELECT DISTINCT root_id%')
                 """, logger: store.logger
             ).collect().map { try $0.decode((String, Int64, Int64).self) }
         }
-        #expect(planned.count == 3, "the claim's, the start's and the subtasks' statements: \(planned.map(\.0))")
+        #expect(planned.count == 2, "the claim's statement, and the subtasks' read with the starts: \(planned.map(\.0))")
         for (statement, generic, custom) in planned {
             #expect(custom == 0 && generic == 16, "\(statement): \(generic) calls on the plan kept, \(custom) planned")
         }

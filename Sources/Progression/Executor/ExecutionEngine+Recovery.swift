@@ -54,9 +54,10 @@ extension ExecutionEngine {
         // The jobs it takes from no owner start in its transaction, each with a slot taken meanwhile: a root loaded
         // started turns its slot into its own (``GraphState/loadClaimed(_:tree:body:kindOptions:now:monotonicNow:maxInterruptions:clock:)``),
         // and what was taken for none is given back below.
-        let starts = ClaimStarts(kinds: kinds, versions: registry.versions, clock: { [self] in self.now() }) { [self] id, kind in
-            locked { $0.takeClaimStartSlot(for: id, kind: kind) }
-        }
+        let starts = ClaimStarts(
+            kinds: kinds, versions: registry.versions, clock: { [self] in self.now() },
+            takeSlot: { [self] id, kind in locked { $0.takeClaimStartSlot(for: id, kind: kind) } },
+            giveBack: { [self] count in giveBackClaimStarts(count) })
         var startsLoaded = 0
         defer { giveBackClaimStarts(starts.close() - startsLoaded) }
         do {
@@ -103,8 +104,8 @@ extension ExecutionEngine {
         }
     }
 
-    /// Gives back `count` slots that a claim took for starts it did not make (its transaction failed), and starts what
-    /// waits for them.
+    /// Gives back `count` slots that a claim took for starts it did not make (its transaction failed, or the store found
+    /// the root with subtasks), and starts what waits for them.
     private func giveBackClaimStarts(_ count: Int) {
         guard count > 0 else { return }
         let now = now()

@@ -555,18 +555,35 @@ package final class ClaimStarts: Sendable, Hashable {
     /// Takes a slot of the claimer for the root with this id and kind; `false`: none is free, or the claimer holds
     /// that root in memory already, or pauses its kind (it is not started by the claim).
     private let slot: @Sendable (String, String) -> Bool
+    /// Gives the claimer back slots taken for starts that were not written (``giveBack(_:)``).
+    private let giveBackSlots: @Sendable (Int) -> Void
     /// Slots taken, and whether the claimer has stopped counting them (``close()``): a claim that went on after its
     /// caller gave up (a call's deadline) takes no more.
     private let taken = Mutex((count: 0, closed: false, now: Date?.none, nextWaiting: Date??.none))
 
     package init(
         kinds: Set<String>, versions: [String: JobVersion], clock: @escaping @Sendable () -> Date,
-        takeSlot: @escaping @Sendable (String, String) -> Bool
+        takeSlot: @escaping @Sendable (String, String) -> Bool, giveBack: @escaping @Sendable (Int) -> Void = { _ in }
     ) {
         self.kinds = kinds
         self.versions = versions
         self.clock = clock
         slot = takeSlot
+        giveBackSlots = giveBack
+    }
+
+    /// Gives back the slots of `count` starts that ``start(_:owner:)`` made and the store did not write (a root it
+    /// found with subtasks in the statement that writes the starts), so that the claimer counts them free again before
+    /// the claim returns: it shares its free slots among the roots the claim took and did not start. Once the claimer
+    /// has closed the claim (``close()``), its count of slots taken is final, and this gives back nothing.
+    package func giveBack(_ count: Int) {
+        let given = taken.withLock { taken -> Int in
+            guard !taken.closed else { return 0 }
+            let given = min(max(0, count), taken.count)
+            taken.count -= given
+            return given
+        }
+        if given > 0 { giveBackSlots(given) }
     }
 
     /// How many slots the claim took (one per root it started, unless its transaction failed after).
