@@ -145,7 +145,7 @@ extension ExecutionEngine {
         }
         LatencyTimeline.mark(.codeReturned)
         Self.end(span, result)
-        end(handle, result, started: started)
+        end(handle, result, started: started, kind: kind)
     }
 
     /// A task's attributes on its span (none on a span that records nothing: the default tracer's).
@@ -168,28 +168,36 @@ extension ExecutionEngine {
 
     /// Records how a root's run ended (``GraphState/endRun(_:_:now:monotonicNow:random:configuration:)``), starts
     /// the root given its slot, and counts the run.
-    func end(_ handle: NodeHandle, _ result: Result<Data?, any Error>, started: TaskRecord) {
+    func end(
+        _ handle: NodeHandle, _ result: Result<Data?, any Error>, started: TaskRecord, kind: ExecutorMetrics.Kind
+    ) {
         let now = now()
         let monotonicNow = clock.now()
         // The jitter of a retry's delay; drawing it costs a system call, so only a failure draws it.
         let random = if case .failure = result { Double.random(in: 0..<1) } else { 0.0 }
+        let startedAt = started.startedAt ?? now
         let end = locked { state in
             // Its code no longer runs (its timeout and pause clock stop), in the same entry as the end.
             state.endExecution(handle)
-            return state.endRun(
+            let end = state.endRun(
                 handle, result, now: now, monotonicNow: monotonicNow, random: random, configuration: configuration)
-        }
-        // Counted before the writer is woken: whoever the commit wakes (waitForTask) reads the run's metrics. Counted
-        // after, a loaded machine let a waiter read the failure's counter but not yet its duration.
-        if let ended = end.ended, !end.lost {
-            record(ended, startedAt: started.startedAt ?? now, now: now, retryDelay: end.retryDelay)
+            // Counted in the same entry: from its end the writer can take the run's rows (a writer already awake
+            // does not wait for `carry` to wake it), and whoever their commit wakes (waitForTask) reads the run's
+            // metrics. Counted after the entry, a loaded machine let a waiter read the failure's counter but not
+            // yet its duration. (A metrics handler is a few atomics or a lock of its own; it never calls back.)
+            if let ended = end.ended, !end.lost {
+                Self.count(ended, kind, startedAt: startedAt, now: now, retryDelay: end.retryDelay)
+            }
+            return end
         }
         carry(end.dispatch)
+        if let ended = end.ended, !end.lost { log(ended, retryDelay: end.retryDelay) }
     }
 
-    /// Counts how a run ended, times it, and logs what an operator wants to know (a retry, a failure).
-    private func record(_ ended: TaskRecord, startedAt: Date, now: Date, retryDelay: Duration?) {
-        let kind = metrics.kind(ended.kind)
+    /// Counts how a run ended and times it.
+    private static func count(
+        _ ended: TaskRecord, _ kind: ExecutorMetrics.Kind, startedAt: Date, now: Date, retryDelay: Duration?
+    ) {
         let outcome: String
         switch ended.status {
         case .completed:
@@ -198,17 +206,28 @@ extension ExecutionEngine {
         case .failed:
             outcome = "failed"
             kind.failed.increment()
+        case .cancelled:
+            outcome = "cancelled"
+            kind.cancelled.increment()
+        case .pending where retryDelay != nil, .paused where retryDelay != nil:
+            outcome = "retrying"
+        default:
+            outcome = "released"
+        }
+        kind.durations[outcome]?.recordNanoseconds(Int64(max(0, now.timeIntervalSince(startedAt)) * 1_000_000_000))
+    }
+
+    /// Logs what an operator wants to know of a run's end (a retry, a failure).
+    private func log(_ ended: TaskRecord, retryDelay: Duration?) {
+        switch ended.status {
+        case .failed:
             logger.info(
                 "task failed",
                 metadata: [
                     "task": "\(ended.id)", "kind": "\(ended.kind ?? "closure")", "attempt": "\(ended.attempt)",
                     "error": "\(ended.errorDescription ?? "")",
                 ])
-        case .cancelled:
-            outcome = "cancelled"
-            kind.cancelled.increment()
         case .pending where retryDelay != nil, .paused where retryDelay != nil:
-            outcome = "retrying"
             logger.info(
                 "task failed; retrying",
                 metadata: [
@@ -216,9 +235,8 @@ extension ExecutionEngine {
                     "next": "\(ended.nextAttemptAt.map { "\($0)" } ?? "?")", "error": "\(ended.errorDescription ?? "")",
                 ])
         default:
-            outcome = "released"
+            break
         }
-        kind.durations[outcome]?.recordNanoseconds(Int64(max(0, now.timeIntervalSince(startedAt)) * 1_000_000_000))
     }
 
     /// Gives a slot back without a run to record (see ``GraphState/giveUpStart(_:now:monotonicNow:)``).

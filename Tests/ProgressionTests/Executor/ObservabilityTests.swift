@@ -1,3 +1,4 @@
+import Dispatch
 import Foundation
 import InMemoryTracing
 import Logging
@@ -71,6 +72,50 @@ struct ObservabilityTests {
         #expect(try metrics.expectTimer("progression.writer.commit_duration").values.count > 0)
         #expect(try metrics.expectRecorder("progression.writer.batch_size").values.count > 0)
         await executor.shutdown()
+    }
+
+    /// Whoever a run's end wakes reads that run's metrics, though the executor is still busy with the end: here it
+    /// logs the failure, and the log is held until the waiter has read. Nor does the log hold the end's commit. (The
+    /// write window outlasts the run: the writer may be awake when the run ends, and commit it unwoken.)
+    @Test func aWaiterWokenByARunsEndReadsItsMetrics() async throws {
+        let metrics = TestMetrics()
+        let read = DispatchSemaphore(value: 0)
+        var configuration = configuration()
+        configuration.metricsFactory = metrics
+        configuration.writeWindow = .milliseconds(200)
+        let holds = Recorder<Bool>()
+        configuration.logger = Logger(label: "test") { _ in HoldFailureLog(read: read, holds: holds) }
+        let executor = TaskExecutor(store: InMemoryTaskStore(), configuration: configuration)
+        try executor.register(Resize(done: Recorder()))
+        let bad = try await executor.submit(Resize.self, input: .init(path: "b", width: -1))
+        try await executor.runEnded(bad)
+        let resize = [("kind", "resize")]
+        let failed = metrics.counterTotal(label: "progression.tasks.failed", dimensions: resize)
+        let durations = try metrics.expectTimer("progression.tasks.duration", resize + [("outcome", "failed")])
+        let timed = durations.values.count
+        read.signal()
+        #expect(failed == 1)
+        #expect(timed == 1, "the waiter read the failure's duration")
+        await executor.shutdown()  // awaits the run, and so its log
+        #expect(holds.all == [true], "the failure's log was held until the waiter read, not past its deadline")
+    }
+
+    /// Holds the log of a failure until the test has read the metrics, 30 s at most (a log that waits for nothing
+    /// must not hang the run), and records whether the read came first.
+    struct HoldFailureLog: LogHandler {
+        let read: DispatchSemaphore
+        let holds: Recorder<Bool>
+        var metadata: Logger.Metadata = [:]
+        var logLevel: Logger.Level = .info
+
+        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+            get { metadata[key] }
+            set { metadata[key] = newValue }
+        }
+
+        func log(event: LogEvent) {
+            if event.message.description == "task failed" { holds.append(read.wait(timeout: .now() + 30) == .success) }
+        }
     }
 
     @Test func eachRootAndStepRunsInASpanWithItsID() async throws {
