@@ -43,7 +43,7 @@ struct PostgresResilienceTests {
 
     /// An executor on `store` that runs `steps` jobs, recording in `ledger`.
     static func executor(
-        _ store: PostgresTaskStore, ledger: Ledger, host: String = OwnerRecord.currentHost,
+        _ store: PostgresTaskStore, ledger: Ledger, host: String = OwnerRecord.currentHost, holdAfterFirstStep: Gate? = nil,
         change: (inout TaskExecutor.Configuration) -> Void = { _ in }
     ) throws -> TaskExecutor {
         var configuration = TaskExecutor.Configuration()
@@ -58,6 +58,7 @@ struct PostgresResilienceTests {
         try executor.register("steps", input: Steps.self, options: TaskOptions.interactive.retryable()) {
             input, context in
             for step in 0..<input.steps {
+                if step > 0, let holdAfterFirstStep { await holdAfterFirstStep.wait() }
                 let key = "\(context.taskID)/\(step)"
                 _ = try await context.push("step \(step)") { _ in
                     ledger.begin(key)
@@ -409,6 +410,9 @@ struct PostgresResilienceTests {
         throughProxy.callTimeout = .seconds(1)
         throughProxy.connectTimeout = .seconds(1)
         let ledger = Ledger()
+        // Host-a's jobs run their first step and then wait for the cut: a job host-a finished before the cut (host-b's
+        // start can take seconds on a loaded machine) stays host-a's and host-b never takes it (it failed a CI run).
+        let cutMade = Gate()
         let staleAfter = Duration.seconds(2)
         try await PostgresTaskStore.withStore(configuration: throughProxy) { storeA in
             try await PostgresTaskStore.withStore(configuration: Self.configuration(server, schema: "partition")) {
@@ -423,17 +427,20 @@ struct PostgresResilienceTests {
                 // host-b's own writes can fail for seconds, and then host-b renews no lease, as it should: with the
                 // same 2 s, host-a would rightly take the jobs back once healed, and which host ends up with them
                 // would depend on the load, not on the fencing this test checks.
-                let a = try Self.executor(storeA, ledger: ledger, host: "host-a") { $0.ownerStaleAfter = .seconds(600) }
+                let a = try Self.executor(storeA, ledger: ledger, host: "host-a", holdAfterFirstStep: cutMade) {
+                    $0.ownerStaleAfter = .seconds(600)
+                }
                 let b = try Self.executor(storeB, ledger: ledger, host: "host-b") { $0.ownerStaleAfter = staleAfter }
                 try await a.start()
                 let jobs = try await a.submit("steps", inputs: Array(repeating: Steps(steps: 40, milliseconds: 50), count: 4))
-                try await poll("host-a to commit steps of every job", timeout: .seconds(60)) {
+                try await poll("host-a to commit the first step of every job", timeout: .seconds(60)) {
                     let committed = ledger.lines.all.filter { $0.hasPrefix("committed ") }
                     return Set(jobs).allSatisfy { job in committed.contains { $0.hasPrefix("committed \(job)/") } }
                 }
                 try await b.start()
                 proxy.cut()
                 let cutAt = Date()
+                cutMade.open()
                 // On a loaded machine host-a's heartbeat can be late enough before the cut for host-b to take a job
                 // then (host-a looked dead): those are fenced like the others but are not the cut's takeovers.
                 var heldAtCut: [String] = []

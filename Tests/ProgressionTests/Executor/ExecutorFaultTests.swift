@@ -14,21 +14,8 @@ struct ExecutorFaultTests {
         let messages = Recorder<String>()
 
         func handler(label: String) -> any LogHandler {
-            Handler(warnings: self)
-        }
-
-        struct Handler: LogHandler {
-            let warnings: Warnings
-            var metadata: Logger.Metadata = [:]
-            var logLevel: Logger.Level = .info
-
-            subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-                get { metadata[key] }
-                set { metadata[key] = newValue }
-            }
-
-            func log(event: LogEvent) {
-                if event.level >= .warning { warnings.messages.append("\(event.message)") }
+            LogSink { [messages] event, _ in
+                if event.level >= .warning { messages.append("\(event.message)") }
             }
         }
     }

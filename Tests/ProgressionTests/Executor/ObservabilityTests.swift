@@ -84,7 +84,13 @@ struct ObservabilityTests {
         configuration.metricsFactory = metrics
         configuration.writeWindow = .milliseconds(200)
         let holds = Recorder<Bool>()
-        configuration.logger = Logger(label: "test") { _ in HoldFailureLog(read: read, holds: holds) }
+        // Holds the failure's log until the test has read the metrics, 30 s at most (a log that waits for nothing must
+        // not hang the run), and records whether the read came first.
+        configuration.logger = Logger(label: "test") { _ in
+            LogSink { event, _ in
+                if event.message.description == "task failed" { holds.append(read.wait(timeout: .now() + 30) == .success) }
+            }
+        }
         let executor = TaskExecutor(store: InMemoryTaskStore(), configuration: configuration)
         try executor.register(Resize(done: Recorder()))
         let bad = try await executor.submit(Resize.self, input: .init(path: "b", width: -1))
@@ -98,24 +104,6 @@ struct ObservabilityTests {
         #expect(timed == 1, "the waiter read the failure's duration")
         await executor.shutdown()  // awaits the run, and so its log
         #expect(holds.all == [true], "the failure's log was held until the waiter read, not past its deadline")
-    }
-
-    /// Holds the log of a failure until the test has read the metrics, 30 s at most (a log that waits for nothing
-    /// must not hang the run), and records whether the read came first.
-    struct HoldFailureLog: LogHandler {
-        let read: DispatchSemaphore
-        let holds: Recorder<Bool>
-        var metadata: Logger.Metadata = [:]
-        var logLevel: Logger.Level = .info
-
-        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-            get { metadata[key] }
-            set { metadata[key] = newValue }
-        }
-
-        func log(event: LogEvent) {
-            if event.message.description == "task failed" { holds.append(read.wait(timeout: .now() + 30) == .success) }
-        }
     }
 
     @Test func eachRootAndStepRunsInASpanWithItsID() async throws {
@@ -142,7 +130,11 @@ struct ObservabilityTests {
     @Test func taskCodeLogsWithItsTasksMetadata() async throws {
         let lines = Recorder<Logger.Metadata>()
         var configuration = configuration()
-        configuration.logger = Logger(label: "test") { _ in Capture(lines: lines) }
+        configuration.logger = Logger(label: "test") { _ in
+            LogSink { event, metadata in
+                if event.message.description == "root" || event.message.description == "step" { lines.append(metadata) }
+            }
+        }
         let executor = TaskExecutor(store: InMemoryTaskStore(), configuration: configuration)
         let id = try await executor.addTask(name: "logging") { context in
             context.logger.info("root")
@@ -154,23 +146,6 @@ struct ObservabilityTests {
         #expect(logged.first?["task.id"] == .string(id) && logged.first?["task.kind"] == .string("closure"))
         #expect(logged.last?["task.id"] == .string(id + ".1") && logged.last?["task.attempt"] == "1")
         await executor.shutdown()
-    }
-
-    struct Capture: LogHandler {
-        let lines: Recorder<Logger.Metadata>
-        var metadata: Logger.Metadata = [:]
-        var logLevel: Logger.Level = .info
-
-        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-            get { metadata[key] }
-            set { metadata[key] = newValue }
-        }
-
-        func log(event: LogEvent) {
-            if event.message.description == "root" || event.message.description == "step" {
-                lines.append(metadata.merging(event.metadata ?? [:]) { $1 })
-            }
-        }
     }
 
     /// The default bound on roots running at once.
