@@ -14,7 +14,7 @@ import Synchronization
 /// (Graph/: the tree, root runs, subtasks, child job steps, pauses, the write set, …), entered through ``locked(_:)``.
 final class ExecutionEngine: Sendable {
     /// The executor's state: entered only through ``locked(_:)``.
-    private let state: GraphLock<GraphState>
+    private let state: Mutex<GraphState>
     let store: any TaskStoreCore
     /// What the store can do beyond running jobs on one host (``TaskStoreCore``): asked once, here.
     let capabilities: StoreCapabilities
@@ -73,7 +73,7 @@ final class ExecutionEngine: Sendable {
         let (writerSignals, writerWake) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
         (self.writerSignals, self.writerWake) = (writerSignals, writerWake)
         let writerLagTolerance = max(0.01, configuration.writeWindow.seconds * 2.5)
-        state = GraphLock(
+        state = Mutex(
             GraphState(
                 ownerID: ownerID, maxConcurrentTasks: configuration.maxConcurrentTasks, writerWake: writerWake,
                 eventBacklogLimit: configuration.eventBacklogLimit, writerLagTolerance: writerLagTolerance,
