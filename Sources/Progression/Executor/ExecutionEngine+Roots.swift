@@ -59,18 +59,11 @@ extension ExecutionEngine {
             // claim pass or a freed slot launches others' jobs), and must not inherit that caller's cancellation,
             // priority or task-locals. It is not lost: the node keeps the task (`launched`), cancellation reaches it
             // through the node, and shutdown cancels and awaits every root's task.
-            // The task is recorded in the graph by its run's first entry of the lock, unless the run got there first.
-            let handOff = RunTaskHandOff()
-            let task = Task.detached { await self.runRoot(handle, handOff) }
-            if handOff.made(task) { carry(locked { state in state.launched(handle, task) }, task) }
+            let task = Task.detached { await self.runRoot(handle) }
+            let launched = locked { state in state.launched(handle, task) }
+            launched.waiter?.resume(returning: task)
+            if launched.cancel { task.cancel() }
         }
-    }
-
-    /// Carries out what recording a root's run task left to do: whoever waited for it gets it, and it is cancelled
-    /// when the root was stopped meanwhile.
-    private func carry(_ launched: GraphState.Launched, _ task: Task<Void, Never>) {
-        launched.waiter?.resume(returning: task)
-        if launched.cancel { task.cancel() }
     }
 
     /// The run task of a root that a graceful stop found given a slot but not launched yet: waits for
@@ -85,27 +78,22 @@ extension ExecutionEngine {
     /// Runs a root whose start is staged (it holds a slot): waits for the start's commit, runs its code, records how it
     /// ended, gives the slot back, and waits for that record's commit. A root whose start the store refused (another
     /// worker took it, or an operator changed it) is dropped without running.
-    func runRoot(_ handle: NodeHandle, _ handOff: RunTaskHandOff) async {
+    func runRoot(_ handle: NodeHandle) async {
         LatencyTimeline.mark(.runBegan)
-        // The graph is entered three times on the way to the code (a look, which records this run's task, the wait's
-        // registration when the start is not committed yet, the start): each entry is one more chance to contend for
-        // the lock with the other tasks.
+        // The graph is entered three times on the way to the code (a look, the wait's registration when the start is
+        // not committed yet, the start): each entry is one more chance to contend for the lock with the other tasks.
         enum Look {
             case gone
             case committed(RootBody)
             case waits(for: Int64, RootBody)
         }
-        let (look, launched) = locked { state -> (Look, (GraphState.Launched, Task<Void, Never>)?) in
-            let launched = handOff.take().map { task in (state.launched(handle, task), task) }
-            guard let node = state.nodes[handle], let body = node.body else { return (.gone, launched) }
+        let look = locked { state -> Look in
+            guard let node = state.nodes[handle], let body = node.body else { return .gone }
             // Its start staged (or, when its claim committed it, none), and any later transition staged since (a
             // pause, a cancel): it runs once that is committed.
-            guard let staged = node.staged, staged.sequence > state.committedSequence else {
-                return (.committed(body), launched)
-            }
-            return (.waits(for: staged.sequence, body), launched)
+            guard let staged = node.staged, staged.sequence > state.committedSequence else { return .committed(body) }
+            return .waits(for: staged.sequence, body)
         }
-        if let (launched, task) = launched { carry(launched, task) }
         let body: RootBody
         switch look {
         case .gone:

@@ -300,8 +300,7 @@ extension GraphState {
         return dispatch
     }
 
-    /// What is done with a root's run task once it is recorded (by the run's first entry of the lock, or by
-    /// ``ExecutionEngine/launch(_:)`` when the run got there first: ``RunTaskHandOff``): the task is the root's (it
+    /// What ``ExecutionEngine/launch(_:)`` does with a root's run task once it is made: the task is the root's (it
     /// is cancelled at once when the root was stopped meanwhile), and whoever waited for it gets it.
     struct Launched {
         var cancel = false
