@@ -1,4 +1,5 @@
 import Foundation
+import ProgressionSQLite
 
 /// A ``TaskStore`` in memory: the same rules as ``SQLiteTaskStore`` (identities, constraints, compare-and-set, whole
 /// transactions), nothing durable. For tests, and for work that need not outlive the process.
@@ -67,6 +68,12 @@ public actor InMemoryTaskStore: TaskStoreBackend, BroadcastingChanges {
     }
 
     private var state = State()
+
+    /// The store's dispatch queue, which the executor's writer shares (as with ``SQLiteTaskStore``): the writer's
+    /// batches switch no thread on their way into the store and back.
+    private let queue = DispatchSerialExecutor(label: "progression.memory")
+    public nonisolated var unownedExecutor: UnownedSerialExecutor { queue.asUnownedSerialExecutor() }
+    package nonisolated var writerExecutor: UnownedSerialExecutor? { queue.asUnownedSerialExecutor() }
 
     /// An empty store.
     /// Its own: no other store shares its memory.
