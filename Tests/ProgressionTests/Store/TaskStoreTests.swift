@@ -5,6 +5,16 @@ import Testing
 
 /// The contract every store shares, run over each implementation.
 struct TaskStoreTests {
+    /// The stores whose calls run on a serial executor of their own name it, so that the executor's writer runs its
+    /// batches on it and switches no thread on the way into the store and back (the in-memory store's actor on the
+    /// cooperative pool cost two hand-offs a batch: docs/performance.md, eleventh pass).
+    @Test(arguments: [StoreKind.sqlite, .memory])
+    func aStoreOnASerialExecutorOfItsOwnSharesItWithTheWriter(kind: StoreKind) async throws {
+        let directory = try TemporaryDirectory()
+        let store = try await kind.make(in: directory)
+        #expect(store.writerExecutor != nil)
+    }
+
     @Test(arguments: StoreKind.allCases)
     func everyColumnRoundTrips(kind: StoreKind) async throws {
         let directory = try TemporaryDirectory()
