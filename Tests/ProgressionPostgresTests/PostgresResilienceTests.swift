@@ -41,10 +41,11 @@ struct PostgresResilienceTests {
         }
     }
 
-    /// An executor on `store` that runs `steps` jobs, recording in `ledger`.
+    /// An executor on `store` that runs `steps` jobs, recording in `ledger`; with `holdAfterFirstStep`, each job waits
+    /// for that gate after its first step.
     static func executor(
-        _ store: PostgresTaskStore, ledger: Ledger, host: String = OwnerRecord.currentHost, holdAfterFirstStep: Gate? = nil,
-        change: (inout TaskExecutor.Configuration) -> Void = { _ in }
+        _ store: PostgresTaskStore, ledger: Ledger, host: String = OwnerRecord.currentHost,
+        holdAfterFirstStep: Gate? = nil, change: (inout TaskExecutor.Configuration) -> Void = { _ in }
     ) throws -> TaskExecutor {
         var configuration = TaskExecutor.Configuration()
         configuration.maxConcurrentTasks = 4

@@ -88,7 +88,8 @@ struct ObservabilityTests {
         // not hang the run), and records whether the read came first.
         configuration.logger = Logger(label: "test") { _ in
             LogSink { event, _ in
-                if event.message.description == "task failed" { holds.append(read.wait(timeout: .now() + 30) == .success) }
+                guard event.message.description == "task failed" else { return }
+                holds.append(read.wait(timeout: .now() + 30) == .success)
             }
         }
         let executor = TaskExecutor(store: InMemoryTaskStore(), configuration: configuration)
